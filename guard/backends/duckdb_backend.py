@@ -1,0 +1,239 @@
+"""The embedded DuckDB back-end: a private snapshot, opened read-only and locked down.
+
+The snapshot is built once per data version from the policy's sources (CSV, Parquet or
+a DuckDB file) into ``STATE/snapshots/``; only declared dimensions and measures are
+copied, plus the guard's ``_rid`` and ``_uid`` columns. Queries then run on a connection
+opened ``read_only`` with ``enable_external_access=false`` and the configuration locked,
+so even a statement that slipped past validation could not read a file, attach a
+database, install an extension or change a setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+import duckdb
+from sqlglot import exp
+
+from guard.backends.base import Backend, Capabilities, ResultSet, TableInfo, plain_rows
+from guard.errors import BackendError, PolicyError
+from guard.policy.model import Policy, Role, SourceKind, Table
+from guard.query.analyze import NUMERIC_TYPES
+from guard.sqlfiles import read_sql, statements
+
+__all__ = ["DuckDBBackend"]
+
+_LOCKED = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
+_HASH_CHUNK = 1 << 20
+
+
+def _ident(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def _literal(text: str) -> str:
+    return exp.Literal.string(text).sql(dialect="duckdb")
+
+
+class DuckDBBackend(Backend):
+    capabilities = Capabilities(dialect="duckdb", filtered_aggregates=True)
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+        version = _policy_data_version(policy)
+        folder = policy.state_dir / "snapshots"
+        path = folder / f"{policy.name}-{version[:16]}.duckdb"
+        if not path.exists():
+            _build_snapshot(policy, path)
+        try:
+            self._connection = duckdb.connect(str(path), read_only=True, config=dict(_LOCKED))
+        except duckdb.Error as exc:
+            raise BackendError(f"cannot open the data snapshot {path.name}: {exc}") from None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._infos = self._read_infos()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        # DuckDB connections are not safe to share between threads; each thread gets its
+        # own cursor on the same read-only database.
+        cursor = getattr(self._local, "cursor", None)
+        if cursor is None:
+            with self._lock:
+                cursor = self._connection.cursor()
+            self._local.cursor = cursor
+        return cursor
+
+    def _read_infos(self) -> dict[str, TableInfo]:
+        rows = self._connection.execute("SELECT name, info FROM _guard_tables").fetchall()
+        infos = {}
+        for name, info in rows:
+            data = json.loads(info)
+            infos[name.lower()] = TableInfo(
+                name=name,
+                types=data["types"],
+                rows=data["rows"],
+                units=data["units"],
+                units_with_value=data["units_with_value"],
+                one_row_per_unit=data["one_row_per_unit"],
+                data_version=data["data_version"],
+            )
+        return infos
+
+    def table_info(self, table: str) -> TableInfo:
+        return self._infos[table.lower()]
+
+    def execute(self, query: exp.Expr) -> ResultSet:
+        text = self.sql(query)
+        try:
+            cursor = self._cursor().execute(text)
+            rows = cursor.fetchall()
+            columns = tuple(d[0] for d in cursor.description or ())
+        except duckdb.Error as exc:
+            # the message may quote the guard's own query text, never a data value
+            raise BackendError(f"the data engine failed: {str(exc).splitlines()[0]}") from None
+        return ResultSet(columns, plain_rows(rows))
+
+    def close(self) -> None:
+        with contextlib.suppress(duckdb.Error):
+            self._connection.close()
+
+
+def _policy_data_version(policy: Policy) -> str:
+    digest = hashlib.sha256()
+    for table in policy.tables:
+        digest.update(_table_version(table).encode())
+    return digest.hexdigest()
+
+
+def _table_version(table: Table) -> str:
+    """Fingerprint of a table's declaration and its source file's bytes."""
+    digest = hashlib.sha256()
+    declaration: list[object] = [table.name, table.privacy_unit, table.source.kind.value]
+    declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
+    digest.update(json.dumps(declaration).encode())
+    try:
+        with table.source.path.open("rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise PolicyError(
+            f"{table.name}: cannot read the source {table.source.path} ({exc.strerror}): "
+            f"fix tables.{table.name}.source in the policy"
+        ) from None
+    return digest.hexdigest()
+
+
+def _source_sql(table: Table) -> str:
+    path = _literal(str(table.source.path))
+    if table.source.kind is SourceKind.CSV:
+        return f"read_csv({path}, header = true)"
+    if table.source.kind is SourceKind.PARQUET:
+        return f"read_parquet({path})"
+    return f"src.{_ident(table.source.table or table.name)}"
+
+
+def _build_snapshot(policy: Policy, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    con = duckdb.connect(str(partial))
+    try:
+        con.execute("CREATE TABLE _guard_tables (name VARCHAR, info JSON)")
+        for table in policy.tables:
+            _snapshot_table(con, policy, table)
+        con.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        con.close()
+        partial.unlink(missing_ok=True)
+        raise PolicyError(
+            f"{policy.path.name}: cannot load the protected tables: {str(exc).splitlines()[0]}"
+        ) from None
+    except BaseException:
+        con.close()
+        partial.unlink(missing_ok=True)
+        raise
+    con.close()
+    os.replace(partial, path)
+    for old in path.parent.glob(f"{policy.name}-*.duckdb"):
+        if old != path:
+            old.unlink(missing_ok=True)
+
+
+def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table) -> None:
+    attached = table.source.kind is SourceKind.DUCKDB
+    if attached:
+        con.execute(f"ATTACH {_literal(str(table.source.path))} AS src (READ_ONLY)")
+    try:
+        source = _source_sql(table)
+        available = {
+            row[0].lower(): (row[0], row[1])
+            for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+        }
+        wanted = [c for c in table.columns if c.role is not Role.IDENTIFIER or c.name == table.privacy_unit]
+        for column in wanted:
+            if column.name.lower() not in available:
+                close = difflib.get_close_matches(column.name.lower(), list(available), n=1)
+                hint = f" (did you mean {available[close[0]][0]!r}?)" if close else ""
+                raise PolicyError(
+                    f"{policy.path.name}: tables.{table.name}.columns.{column.name}: "
+                    f"not a column of the source {table.source.path.name}{hint}"
+                )
+            source_type = available[column.name.lower()][1]
+            if column.role is Role.MEASURE and source_type.split("(")[0] not in NUMERIC_TYPES:
+                raise PolicyError(
+                    f"{policy.path.name}: tables.{table.name}.columns.{column.name}: a measure "
+                    f"must be numeric, the source has {source_type}"
+                )
+        published = [c for c in table.columns if c.role is not Role.IDENTIFIER]
+        names = {
+            "staging": _ident(f"_staging_{table.name}"),
+            "units": _ident(f"_units_{table.name}"),
+            "table": _ident(table.name),
+            "source": source,
+            "unit": _ident(available[table.privacy_unit.lower()][0]),
+            "columns": ", ".join(
+                f"{_ident(available[c.name.lower()][0])} AS {_ident(c.name)}" for c in published
+            ),
+            "qualified_columns": ", ".join(f"s.{_ident(c.name)}" for c in published),
+        }
+        for statement in statements(read_sql("snapshot.sql")):
+            con.execute(statement.format(**names))
+    finally:
+        if attached:
+            con.execute("DETACH src")
+    _record_info(con, table)
+
+
+def _record_info(con: duckdb.DuckDBPyConnection, table: Table) -> None:
+    name = _ident(table.name)
+    published = [c for c in table.columns if c.role is not Role.IDENTIFIER]
+    types = {
+        row[0].lower(): row[1]
+        for row in con.execute(f"DESCRIBE {name}").fetchall()
+        if not row[0].startswith("_")
+    }
+    counts = ", ".join(f"COUNT(DISTINCT _uid) FILTER (WHERE {_ident(c.name)} IS NOT NULL)" for c in published)
+    row = con.execute(f"SELECT COUNT(*), COUNT(DISTINCT _uid), {counts} FROM {name}").fetchone()
+    assert row is not None
+    rows, units, *per_column = row
+    info = {
+        "types": types,
+        "rows": rows,
+        "units": units,
+        "units_with_value": {c.name.lower(): n for c, n in zip(published, per_column, strict=True)},
+        "one_row_per_unit": rows == units,
+        "data_version": _table_version(table),
+    }
+    con.execute("INSERT INTO _guard_tables VALUES (?, ?)", [table.name, json.dumps(info)])

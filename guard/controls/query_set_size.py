@@ -1,0 +1,64 @@
+"""Query-set-size control (Denning; Schlörer): k <= |QS| <= N - k, counted in privacy units.
+
+A cell over fewer than k respondents discloses about them directly; a cell over more
+than N - k discloses about the fewer than k respondents *outside* it, by subtraction
+from the table total (the complement attack). A query set that is the whole population
+has an empty complement, which isolates nobody: it is released unless the policy asks
+for the strict textbook bound (``allow_full_population: false``).
+
+The decision reads only the units count of each cell, a function of public dimension
+values; it never looks at the aggregated values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guard.cells import Cell, CellGrid, Suppression
+
+__all__ = ["NAME", "SizeVerdict", "check_cell", "query_set_size"]
+
+NAME = "query-set-size"
+
+
+@dataclass(frozen=True)
+class SizeVerdict:
+    released: bool
+    too_small: bool = False
+
+
+def check_cell(cell: Cell, k: int, allow_full_population: bool = True) -> SizeVerdict:
+    """Whether one cell passes; ``too_small`` tells which bound failed when it does not."""
+    if cell.units < k:
+        return SizeVerdict(False, too_small=True)
+    outside = cell.population - cell.units
+    if outside == 0 and allow_full_population:
+        return SizeVerdict(True)
+    if outside < k:
+        return SizeVerdict(False, too_small=False)
+    return SizeVerdict(True)
+
+
+def query_set_size(grid: CellGrid, k: int, allow_full_population: bool = True) -> list[Suppression]:
+    """The cells of ``grid`` the control withholds."""
+    return [
+        Suppression(r, a, NAME)
+        for r, row in enumerate(grid.cells)
+        for a, cell in enumerate(row)
+        if not check_cell(cell, k, allow_full_population).released
+    ]
+
+
+def refusal_reason(cell: Cell, k: int, allow_full_population: bool = True) -> str:
+    """The message for a query whose only cell fails (says which bound, never the count)."""
+    verdict = check_cell(cell, k, allow_full_population)
+    if verdict.too_small:
+        return (
+            f"refused by the query-set-size control: the query set covers fewer than k={k} "
+            "respondents; widen the WHERE conditions or group by fewer dimensions"
+        )
+    return (
+        f"refused by the query-set-size control: the query set leaves fewer than k={k} "
+        "respondents outside it (a complement query would isolate them); narrow the "
+        "WHERE conditions"
+    )

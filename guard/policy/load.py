@@ -1,0 +1,310 @@
+"""Load a policy file into the immutable model, strictly.
+
+Every problem is reported as ``file: key.path: message``; unknown keys are errors (a
+misspelt protection setting must never be silently ignored).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from guard.errors import PolicyError
+from guard.policy.model import (
+    Analyst,
+    Column,
+    Limits,
+    Policy,
+    Protection,
+    Role,
+    Source,
+    SourceKind,
+    Table,
+)
+
+__all__ = ["load_policy"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SUPPORTED_BACKENDS = ("duckdb",)
+
+
+class _Reader:
+    """Walks a parsed YAML document, remembering the key path for error messages."""
+
+    def __init__(self, file_name: str) -> None:
+        self.file_name = file_name
+        self.path: list[str] = []
+
+    def fail(self, message: str, key: str | None = None) -> PolicyError:
+        where = ".".join([*self.path, key] if key else self.path) or "(top level)"
+        return PolicyError(f"{self.file_name}: {where}: {message}")
+
+    @contextmanager
+    def at(self, key: str) -> Iterator[None]:
+        self.path.append(key)
+        try:
+            yield
+        finally:
+            self.path.pop()
+
+    def mapping(self, value: Any, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict[str, Any]:
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise self.fail(f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if not isinstance(key, str):
+                raise self.fail(f"keys must be names, got {key!r}")
+            if key not in allowed:
+                hint = _did_you_mean(key, allowed)
+                raise self.fail(f"unknown key{hint}; allowed keys: {', '.join(allowed)}", key)
+        for key in required:
+            if key not in value:
+                raise self.fail("is required", key)
+        return value
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"expected a non-empty string, got {_kind(value)}", key)
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        text = self.string(value, key)
+        if not _NAME.match(text):
+            raise self.fail(f"{text!r} is not a plain SQL name (letters, digits, _)", key)
+        return text
+
+    def integer(self, value: Any, key: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"expected a whole number, got {_kind(value)}", key)
+        if value < minimum:
+            raise self.fail(f"must be at least {minimum}, got {value}", key)
+        return value
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(f"expected true or false, got {_kind(value)}", key)
+        return value
+
+    def bounds(self, value: Any, key: str) -> tuple[float, float]:
+        if (
+            not isinstance(value, list)
+            or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int | float) for v in value)
+        ):
+            raise self.fail("expected [low, high]", key)
+        low, high = float(value[0]), float(value[1])
+        if not low <= high:
+            raise self.fail("expected [low, high] with low <= high", key)
+        return low, high
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def load_policy(path: str | Path, state: str | Path | None = None) -> Policy:
+    """Read and validate a policy file.
+
+    ``state`` overrides the policy's ``state`` folder (the guard's log, history, ledger).
+    Relative paths in the file are relative to the file's folder.
+
+    Raises:
+        PolicyError: the file is missing, is not YAML, or breaks the schema.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read the policy file ({exc.strerror})") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(top level)"
+        raise PolicyError(f"{path.name}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return _build(document, path.resolve(), state)
+
+
+def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
+    r = _Reader(path.name)
+    base = path.parent
+    top = r.mapping(
+        document,
+        ("name", "description", "state", "backend", "protection", "limits", "tables", "analysts"),
+        required=("tables", "analysts"),
+    )
+    name = r.string(top.get("name", path.stem), "name")
+    if "description" in top:
+        r.string(top["description"], "description")
+    backend = r.string(top.get("backend", "duckdb"), "backend")
+    if backend not in SUPPORTED_BACKENDS:
+        raise r.fail(f"unknown backend {backend!r}; supported: {', '.join(SUPPORTED_BACKENDS)}", "backend")
+    if state is not None:
+        state_dir = Path(state).resolve()
+    else:
+        state_dir = (base / r.string(top.get("state", f"state/{name}"), "state")).resolve()
+    with r.at("protection"):
+        protection = _protection(r, top.get("protection"))
+    with r.at("limits"):
+        limits = _limits(r, top.get("limits"))
+    with r.at("tables"):
+        tables = _tables(r, top["tables"], base)
+    with r.at("analysts"):
+        analysts = _analysts(r, top["analysts"], tables)
+    return Policy(
+        name=name,
+        path=path,
+        state_dir=state_dir,
+        backend=backend,
+        tables=tables,
+        protection=protection,
+        limits=limits,
+        analysts=analysts,
+    )
+
+
+def _protection(r: _Reader, value: Any) -> Protection:
+    m = r.mapping(value, ("min_query_set_size", "allow_full_population"))
+    default = Protection()
+    k = r.integer(m.get("min_query_set_size", default.min_query_set_size), "min_query_set_size", 1)
+    full = r.boolean(m.get("allow_full_population", default.allow_full_population), "allow_full_population")
+    return Protection(min_query_set_size=k, allow_full_population=full)
+
+
+def _limits(r: _Reader, value: Any) -> Limits:
+    default = Limits()
+    m = r.mapping(value, ("max_sql_length", "max_syntax_nodes", "max_in_values"))
+    return Limits(
+        max_sql_length=r.integer(m.get("max_sql_length", default.max_sql_length), "max_sql_length", 16),
+        max_syntax_nodes=r.integer(
+            m.get("max_syntax_nodes", default.max_syntax_nodes), "max_syntax_nodes", 8
+        ),
+        max_in_values=r.integer(m.get("max_in_values", default.max_in_values), "max_in_values", 1),
+    )
+
+
+def _tables(r: _Reader, value: Any, base: Path) -> tuple[Table, ...]:
+    if not isinstance(value, dict) or not value:
+        raise r.fail("expected a mapping of table name to table settings, with at least one table")
+    tables = []
+    for table_name, spec in value.items():
+        r.name(table_name, str(table_name))
+        with r.at(table_name):
+            tables.append(_table(r, table_name, spec, base))
+    lowered = [t.name.lower() for t in tables]
+    if len(set(lowered)) != len(lowered):
+        raise r.fail("table names must differ in more than letter case")
+    return tuple(tables)
+
+
+def _table(r: _Reader, name: str, value: Any, base: Path) -> Table:
+    m = r.mapping(
+        value,
+        ("source", "privacy_unit", "columns", "description"),
+        required=("source", "privacy_unit", "columns"),
+    )
+    with r.at("source"):
+        source = _source(r, m["source"], base)
+    with r.at("columns"):
+        columns = _columns(r, m["columns"])
+    unit = r.name(m["privacy_unit"], "privacy_unit")
+    by_name = {c.name.lower(): c for c in columns}
+    if unit.lower() not in by_name:
+        hint = _did_you_mean(unit, [c.name for c in columns])
+        raise r.fail(f"{unit!r} is not a declared column{hint}", "privacy_unit")
+    if by_name[unit.lower()].role is not Role.IDENTIFIER:
+        raise r.fail(f"the privacy unit {unit!r} must have role identifier", "privacy_unit")
+    if not any(c.role is not Role.IDENTIFIER for c in columns):
+        raise r.fail("declare at least one dimension or measure column", "columns")
+    description = r.string(m["description"], "description") if "description" in m else ""
+    return Table(
+        name=name,
+        source=source,
+        privacy_unit=by_name[unit.lower()].name,
+        columns=columns,
+        description=description,
+    )
+
+
+def _source(r: _Reader, value: Any, base: Path) -> Source:
+    kinds = tuple(k.value for k in SourceKind)
+    m = r.mapping(value, (*kinds, "table"))
+    given = [k for k in kinds if k in m]
+    if len(given) != 1:
+        raise r.fail(f"give exactly one of {', '.join(kinds)} (a file path)")
+    kind = SourceKind(given[0])
+    file_path = (base / r.string(m[kind.value], kind.value)).resolve()
+    table = None
+    if kind is SourceKind.DUCKDB:
+        table = r.name(m.get("table"), "table") if "table" in m else None
+    elif "table" in m:
+        raise r.fail("only a duckdb source names a table inside the file", "table")
+    return Source(kind=kind, path=file_path, table=table)
+
+
+def _columns(r: _Reader, value: Any) -> tuple[Column, ...]:
+    if not isinstance(value, dict) or not value:
+        raise r.fail("expected a mapping of column name to {role: ...}")
+    roles = tuple(role.value for role in Role)
+    columns = []
+    for column_name, spec in value.items():
+        r.name(column_name, str(column_name))
+        with r.at(column_name):
+            m = r.mapping(spec, ("role", "bounds", "description"), required=("role",))
+            role_text = r.string(m["role"], "role")
+            if role_text not in roles:
+                raise r.fail(
+                    f"unknown role {role_text!r}{_did_you_mean(role_text, roles)}; "
+                    f"expected one of {', '.join(roles)}",
+                    "role",
+                )
+            role = Role(role_text)
+            bounds = None
+            if role is Role.MEASURE:
+                if "bounds" not in m:
+                    raise r.fail("expected [low, high]: every measure declares its bounds", "bounds")
+                bounds = r.bounds(m["bounds"], "bounds")
+            elif "bounds" in m:
+                raise r.fail("only measures have bounds", "bounds")
+            description = r.string(m["description"], "description") if "description" in m else ""
+            columns.append(Column(column_name, role, bounds, description))
+    lowered = [c.name.lower() for c in columns]
+    if len(set(lowered)) != len(lowered):
+        raise r.fail("column names must differ in more than letter case")
+    return tuple(columns)
+
+
+def _analysts(r: _Reader, value: Any, tables: tuple[Table, ...]) -> tuple[Analyst, ...]:
+    if not isinstance(value, dict) or not value:
+        raise r.fail("expected a mapping of analyst name to settings, with at least one analyst")
+    table_names = [t.name for t in tables]
+    analysts = []
+    for analyst_name, spec in value.items():
+        r.string(analyst_name, str(analyst_name))
+        with r.at(str(analyst_name)):
+            m = r.mapping(spec, ("tables", "description"))
+            allowed: tuple[str, ...] | None = None
+            if "tables" in m:
+                if not isinstance(m["tables"], list) or not all(isinstance(t, str) for t in m["tables"]):
+                    raise r.fail("expected a list of table names", "tables")
+                for t in m["tables"]:
+                    if t.lower() not in (n.lower() for n in table_names):
+                        raise r.fail(f"unknown table {t!r}{_did_you_mean(t, table_names)}", "tables")
+                allowed = tuple(m["tables"])
+            description = r.string(m["description"], "description") if "description" in m else ""
+            analysts.append(Analyst(str(analyst_name), allowed, description))
+    return tuple(analysts)

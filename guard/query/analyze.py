@@ -1,0 +1,514 @@
+"""Stage 3: read each clause of a validated SELECT into a :class:`QueryShape`.
+
+Column roles are enforced here: identifiers nowhere, measures only inside COUNT/SUM/AVG,
+WHERE and GROUP BY only on dimensions, compared with plain constants. Restricting
+predicates to public columns makes every refusal a function of public data, so a refusal
+never leaks a confidential value (../shared/AUDITING.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from guard.errors import QueryRejected
+from guard.policy.model import Column, Limits, Role, Table
+from guard.query.shape import (
+    AggFunc,
+    Aggregate,
+    OrderItem,
+    Output,
+    OutputKind,
+    Predicate,
+    PredOp,
+    QueryShape,
+    Scalar,
+)
+
+__all__ = ["NUMERIC_TYPES", "analyze"]
+
+NUMERIC_TYPES = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "DOUBLE",
+        "DECIMAL",
+    }
+)
+_TEMPORAL_TYPES = ("DATE", "TIMESTAMP", "TIME")
+
+_AGGREGATES: dict[type[exp.Expr], AggFunc] = {
+    exp.Count: AggFunc.COUNT,
+    exp.Sum: AggFunc.SUM,
+    exp.Avg: AggFunc.AVG,
+}
+_COMPARISONS: dict[type[exp.Expr], PredOp] = {
+    exp.EQ: PredOp.IN,
+    exp.NEQ: PredOp.NE,
+    exp.LT: PredOp.LT,
+    exp.LTE: PredOp.LE,
+    exp.GT: PredOp.GT,
+    exp.GTE: PredOp.GE,
+}
+# `5 < x` reads as `x > 5`
+_MIRRORED = {PredOp.LT: PredOp.GT, PredOp.LE: PredOp.GE, PredOp.GT: PredOp.LT, PredOp.GE: PredOp.LE}
+_PATTERN_MATCH = (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo, exp.Glob)
+
+
+class _Scope:
+    """The one table a query reads, its alias and its column types."""
+
+    def __init__(self, table: Table, alias: str | None, types: Mapping[str, str]) -> None:
+        self.table = table
+        self.alias = alias
+        self.types = types
+
+    def column(self, node: exp.Column, *, clause: str) -> Column:
+        qualifier = node.table
+        if qualifier and qualifier.lower() not in {
+            self.table.name.lower(),
+            (self.alias or "").lower(),
+        }:
+            raise QueryRejected(
+                f"unknown table qualifier {qualifier!r} in {node.sql()}: only {self.table.name} is queried"
+            )
+        column = self.table.column(node.name)
+        if column is None:
+            usable = [c.name for c in self.table.columns if c.role is not Role.IDENTIFIER]
+            close = difflib.get_close_matches(node.name.lower(), [u.lower() for u in usable], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise QueryRejected(
+                f"unknown column {node.name!r} in table {self.table.name}{hint}: "
+                f"the columns you may use are {', '.join(usable)}"
+            )
+        if column.role is Role.IDENTIFIER:
+            raise QueryRejected(
+                f"column {column.name!r} identifies respondents and cannot be used "
+                f"anywhere in a query ({clause} included)"
+            )
+        return column
+
+    def dimension(self, node: exp.Column, *, clause: str) -> Column:
+        column = self.column(node, clause=clause)
+        if column.role is Role.MEASURE:
+            dims = ", ".join(self.table.names(Role.DIMENSION)) or "none"
+            raise QueryRejected(
+                f"measure {column.name!r} cannot be used in {clause}: it may only appear inside "
+                f"COUNT, SUM or AVG; {clause} may use the dimension columns ({dims})"
+            )
+        return column
+
+    def type_of(self, column: Column) -> str:
+        return self.types.get(column.name.lower(), "VARCHAR")
+
+
+def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: Limits) -> QueryShape:
+    """Interpret a validated SELECT over ``table``.
+
+    ``types`` maps lower-cased column names to the engine's type names.
+
+    Raises:
+        QueryRejected: a clause uses a column or construct it may not.
+    """
+    from_ = select.args.get("from_") or select.args.get("from")
+    assert from_ is not None  # validate() guarantees one FROM table
+    alias = from_.this.alias or None
+    scope = _Scope(table, alias, types)
+    projections = _projections(select, scope)
+    group_by = _group_by(select, scope, projections)
+    predicates = _where(select, scope, limits)
+
+    aggregates: list[Aggregate] = []
+    outputs: list[Output] = []
+    for name, item in projections:
+        if isinstance(item, Aggregate):
+            if item not in aggregates:
+                aggregates.append(item)
+            outputs.append(Output(name, OutputKind.AGGREGATE, aggregates.index(item)))
+        else:
+            if item.name not in group_by:
+                raise QueryRejected(
+                    f"column {item.name!r} must appear in GROUP BY or inside an aggregate (COUNT, SUM, AVG)"
+                )
+            outputs.append(Output(name, OutputKind.KEY, group_by.index(item.name)))
+    if not aggregates:
+        raise QueryRejected(
+            "the output has no aggregate: select COUNT(*), COUNT(column), SUM(measure) or "
+            "AVG(measure), optionally grouped by dimension columns"
+        )
+    order_by = _order_by(select, scope, projections, outputs)
+    limit, offset = _limit(select)
+    return QueryShape(
+        table=table.name,
+        predicates=predicates,
+        group_by=tuple(group_by),
+        aggregates=tuple(aggregates),
+        outputs=tuple(outputs),
+        order_by=order_by,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, Aggregate | Column]]:
+    items: list[tuple[str, Aggregate | Column]] = []
+    for projection in select.expressions:
+        node = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(node, exp.Column):
+            column = scope.column(node, clause="the output")
+            if column.role is Role.MEASURE:
+                raise QueryRejected(
+                    f"measure {column.name!r} cannot be output row by row: aggregate it, "
+                    f"e.g. SUM({column.name}) or AVG({column.name})"
+                )
+            items.append((projection.alias_or_name or column.name, column))
+        else:
+            aggregate = _aggregate(node, scope)
+            name = projection.alias if isinstance(projection, exp.Alias) else aggregate.label
+            items.append((name, aggregate))
+    return items
+
+
+def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
+    if isinstance(node, exp.Filter):
+        raise QueryRejected("aggregate FILTER clauses are not allowed: filter rows in WHERE")
+    func = _AGGREGATES.get(type(node))
+    if func is None:
+        raise QueryRejected(_not_an_aggregate(node))
+    argument = node.this
+    if func is AggFunc.COUNT and isinstance(argument, exp.Star):
+        return Aggregate(AggFunc.COUNT, None)
+    if isinstance(argument, exp.Distinct):
+        raise QueryRejected(
+            f"{func.value.upper()}(DISTINCT ...) is not allowed: counts of distinct values are "
+            "not protected by the guard's controls; use COUNT(*) grouped by the column"
+        )
+    if not isinstance(argument, exp.Column) or node.expressions:
+        raise QueryRejected(
+            f"aggregate arguments must be one bare column: write {func.value.upper()}(column), "
+            f"not {node.sql(dialect='duckdb')}"
+        )
+    column = scope.column(argument, clause="an aggregate")
+    if func is not AggFunc.COUNT and column.role is not Role.MEASURE:
+        measures = ", ".join(scope.table.names(Role.MEASURE)) or "none"
+        raise QueryRejected(
+            f"{func.value.upper()} needs a measure column; {column.name!r} is a dimension "
+            f"(measures: {measures}); use COUNT(*) grouped by {column.name} instead"
+        )
+    return Aggregate(func, column.name)
+
+
+def _not_an_aggregate(node: exp.Expr) -> str:
+    text = node.sql(dialect="duckdb")
+    if isinstance(node, exp.Max | exp.Min):
+        return f"{text}: MIN and MAX are not allowed: each is one respondent's value; use COUNT, SUM or AVG"
+    if isinstance(node, exp.AggFunc):
+        name = type(node).__name__.upper()
+        return f"{text}: aggregate {name} is not allowed; the guard answers COUNT, SUM and AVG"
+    if isinstance(node, exp.Literal | exp.Boolean | exp.Null):
+        return f"constant output {text} is not allowed: select aggregates and grouped dimensions only"
+    if isinstance(node, exp.Binary | exp.Unary) and node.find(*_AGGREGATES):
+        return (
+            f"arithmetic on aggregates ({text}) is not allowed: select the aggregates and "
+            "compute with the released values"
+        )
+    if isinstance(node, exp.Func):
+        return (
+            f"function {text} is not allowed in the output: select COUNT, SUM or AVG, "
+            "and grouped dimension columns"
+        )
+    return (
+        f"non-aggregate output {text} is not allowed: select COUNT, SUM or AVG, and grouped dimension columns"
+    )
+
+
+def _group_by(
+    select: exp.Select, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]
+) -> list[str]:
+    group = select.args.get("group")
+    if group is None:
+        return []
+    if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+        raise QueryRejected(
+            "GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet: send one query per grouping level"
+        )
+    if group.args.get("all"):
+        return _dedupe([item.name for _, item in projections if isinstance(item, Column)])
+    keys: list[str] = []
+    for node in group.expressions:
+        keys.append(_group_key(node, scope, projections).name)
+    return _dedupe(keys)
+
+
+def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]) -> Column:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        position = int(node.this) if node.this.isdigit() else 0
+        if not 1 <= position <= len(projections):
+            raise QueryRejected(f"GROUP BY {node.this}: there is no output column at that position")
+        item = projections[position - 1][1]
+        if isinstance(item, Aggregate):
+            raise QueryRejected(f"GROUP BY {node.this} refers to an aggregate: group by dimensions")
+        return item
+    if isinstance(node, exp.Column):
+        if not node.table and scope.table.column(node.name) is None:
+            for name, item in projections:
+                if name.lower() == node.name.lower() and isinstance(item, Column):
+                    return item
+        return scope.dimension(node, clause="GROUP BY")
+    raise QueryRejected(
+        f"GROUP BY {node.sql(dialect='duckdb')} is not allowed: group by bare dimension "
+        "columns (no functions or arithmetic: they can single out respondents)"
+    )
+
+
+def _where(select: exp.Select, scope: _Scope, limits: Limits) -> tuple[Predicate, ...]:
+    where = select.args.get("where")
+    if where is None:
+        return ()
+    predicates = {p.sort_key(): p for p in (_predicate(c, scope, limits) for c in _conjuncts(where.this))}
+    return tuple(predicates[key] for key in sorted(predicates))
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _predicate(node: exp.Expr, scope: _Scope, limits: Limits) -> Predicate:
+    if isinstance(node, exp.Or):
+        raise QueryRejected(
+            "OR is not allowed in WHERE: use column IN (...) for alternatives on one column, "
+            "or ask separate queries"
+        )
+    if isinstance(node, exp.Not):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            return Predicate(_bare_dimension(inner.this, scope).name, PredOp.IS_NOT_NULL)
+        raise QueryRejected(
+            "NOT is not allowed in WHERE: write the condition positively, e.g. with <> or IN (...)"
+        )
+    if isinstance(node, _PATTERN_MATCH):
+        raise QueryRejected(
+            "pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE: "
+            "compare with exact values using = or IN (...)"
+        )
+    if isinstance(node, exp.Is):
+        if not isinstance(node.expression, exp.Null):
+            raise QueryRejected("only IS NULL and IS NOT NULL are allowed with IS")
+        return Predicate(_bare_dimension(node.this, scope).name, PredOp.IS_NULL)
+    if isinstance(node, exp.In):
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise QueryRejected("subqueries are not allowed: list the values, IN ('a', 'b')")
+        column = _bare_dimension(node.this, scope)
+        if len(node.expressions) > limits.max_in_values:
+            raise QueryRejected(
+                f"IN list has {len(node.expressions)} values; the limit is {limits.max_in_values}"
+            )
+        values = tuple(sorted({_constant(v, column, scope) for v in node.expressions}, key=_order))
+        return Predicate(column.name, PredOp.IN, values)
+    if isinstance(node, exp.Between):
+        column = _bare_dimension(node.this, scope)
+        low = _constant(node.args["low"], column, scope)
+        high = _constant(node.args["high"], column, scope)
+        return Predicate(column.name, PredOp.BETWEEN, (low, high))
+    op = _COMPARISONS.get(type(node))
+    if op is not None:
+        assert isinstance(node, exp.Binary)
+        left, right = node.left.unnest(), node.right.unnest()
+        if _mentions_column(left) and _mentions_column(right):
+            raise QueryRejected(
+                f"{node.sql(dialect='duckdb')}: compare a column with a constant, not with another column"
+            )
+        if not _mentions_column(left) and not _mentions_column(right):
+            raise QueryRejected(
+                f"{node.sql(dialect='duckdb')}: a condition must compare a dimension column with a constant"
+            )
+        if _mentions_column(right):
+            left, right = right, left
+            op = _MIRRORED.get(op, op)
+        column = _bare_dimension(left, scope)
+        return Predicate(column.name, op, (_constant(right, column, scope),))
+    if isinstance(node, exp.Column):
+        raise QueryRejected(f"WHERE {node.sql()}: write the condition out, e.g. {node.sql()} = true")
+    if isinstance(node, exp.Boolean | exp.Literal | exp.Null):
+        raise QueryRejected(
+            "constant conditions are not allowed in WHERE: compare a dimension with a constant"
+        )
+    raise QueryRejected(
+        f"WHERE {node.sql(dialect='duckdb')} is not allowed: use comparisons (=, <>, <, <=, >, "
+        ">=), IN (...), BETWEEN or IS [NOT] NULL of a dimension column with constants, "
+        "joined by AND"
+    )
+
+
+def _mentions_column(node: exp.Expr) -> bool:
+    return node.find(exp.Column) is not None
+
+
+def _bare_dimension(node: exp.Expr, scope: _Scope) -> Column:
+    node = node.unnest()
+    if isinstance(node, exp.Column):
+        return scope.dimension(node, clause="WHERE")
+    column = node.find(exp.Column)
+    if column is not None:
+        scope.dimension(column, clause="WHERE")  # identifiers and measures get their own message
+    raise QueryRejected(
+        f"functions and arithmetic on columns are not allowed in WHERE ({node.sql(dialect='duckdb')}): "
+        "they can single out respondents; compare the bare column with a constant"
+    )
+
+
+def _constant(node: exp.Expr, column: Column, scope: _Scope) -> Scalar:
+    node = node.unnest()
+    value = _literal(node)
+    type_name = scope.type_of(column).upper()
+    is_numeric = type_name.split("(")[0] in NUMERIC_TYPES
+    if is_numeric and not isinstance(value, int | float):
+        raise QueryRejected(
+            f"column {column.name!r} is numeric ({type_name}); compare it with a number, "
+            f"not {node.sql(dialect='duckdb')}"
+        )
+    if type_name.startswith(_TEMPORAL_TYPES):
+        if isinstance(value, str):
+            return _parse_temporal(value, column, type_name)
+        if not isinstance(value, dt.date):
+            raise QueryRejected(
+                f"column {column.name!r} is a {type_name}; compare it with a date such as '2020-01-31'"
+            )
+    elif not is_numeric and type_name == "BOOLEAN":
+        if not isinstance(value, bool):
+            raise QueryRejected(f"column {column.name!r} is BOOLEAN; compare it with true or false")
+    elif not is_numeric and not isinstance(value, str):
+        raise QueryRejected(
+            f"column {column.name!r} is text ({type_name}); compare it with a quoted string, "
+            f"e.g. '{node.sql(dialect='duckdb')}'"
+        )
+    return value
+
+
+def _literal(node: exp.Expr) -> Scalar:
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return str(node.this)
+        return _number(str(node.this))
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -_number(str(node.this.this))
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        target = node.to.this.value.upper() if node.to is not None else ""
+        if target.startswith(("DATE", "TIMESTAMP")):
+            return _parse_temporal(str(node.this.this), None, target)
+    if isinstance(node, exp.Null):
+        raise QueryRejected("comparisons with NULL are never true: use IS NULL or IS NOT NULL")
+    raise QueryRejected(
+        f"{node.sql(dialect='duckdb')} is not a plain constant: compare with a literal value "
+        "(no functions, arithmetic or casts of columns)"
+    )
+
+
+def _number(text: str) -> int | float:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        raise QueryRejected(f"{text!r} is not a number") from None
+    if number == number.to_integral_value() and "e" not in text.lower() and "." not in text:
+        return int(number)
+    return float(number)
+
+
+def _parse_temporal(text: str, column: Column | None, type_name: str) -> dt.date | dt.datetime:
+    try:
+        if type_name.startswith("DATE"):
+            return dt.date.fromisoformat(text)
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        what = f"column {column.name!r}" if column else "the literal"
+        raise QueryRejected(
+            f"{text!r} is not a valid {type_name.lower()} for {what}: use ISO format"
+        ) from None
+
+
+def _order(value: Scalar) -> tuple[str, str]:
+    return (type(value).__name__, repr(value))
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _order_by(
+    select: exp.Select,
+    scope: _Scope,
+    projections: list[tuple[str, Aggregate | Column]],
+    outputs: list[Output],
+) -> tuple[OrderItem, ...]:
+    order = select.args.get("order")
+    if order is None:
+        return ()
+    items = []
+    for ordered in order.expressions:
+        index = _output_index(ordered.this, scope, projections)
+        items.append(OrderItem(index, bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))))
+    return tuple(items)
+
+
+def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]) -> int:
+    message = (
+        f"ORDER BY {node.sql(dialect='duckdb')}: order by an output column (its name, alias or "
+        "position); ordering is applied to the protected answer"
+    )
+    if isinstance(node, exp.Literal) and not node.is_string:
+        position = int(node.this) if str(node.this).isdigit() else 0
+        if 1 <= position <= len(projections):
+            return position - 1
+        raise QueryRejected(message)
+    if isinstance(node, exp.Column):
+        for i, (name, _) in enumerate(projections):
+            if name.lower() == node.name.lower() and not node.table:
+                return i
+        column = scope.column(node, clause="ORDER BY")
+        for i, (_, item) in enumerate(projections):
+            if isinstance(item, Column) and item.name == column.name:
+                return i
+        raise QueryRejected(message)
+    if type(node) in _AGGREGATES:
+        wanted = _aggregate(node, scope)
+        for i, (_, item) in enumerate(projections):
+            if item == wanted:
+                return i
+    raise QueryRejected(message)
+
+
+def _limit(select: exp.Select) -> tuple[int | None, int]:
+    limit = None
+    offset = 0
+    node = select.args.get("limit")
+    if node is not None:
+        limit = _whole_number(node.expression, "LIMIT")
+    node = select.args.get("offset")
+    if node is not None:
+        offset = _whole_number(node.expression, "OFFSET")
+    return limit, offset
+
+
+def _whole_number(node: exp.Expr | None, clause: str) -> int:
+    if isinstance(node, exp.Literal) and not node.is_string and str(node.this).isdigit():
+        return int(node.this)
+    text = node.sql(dialect="duckdb") if node is not None else ""
+    raise QueryRejected(f"{clause} {text}: use a whole number")

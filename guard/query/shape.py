@@ -1,0 +1,124 @@
+"""The typed description of an accepted query: what it selects, over which rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "AggFunc",
+    "Aggregate",
+    "OrderItem",
+    "Output",
+    "OutputKind",
+    "PredOp",
+    "Predicate",
+    "QueryShape",
+    "Scalar",
+]
+
+#: a constant an analyst may compare a dimension with
+Scalar = str | int | float | bool | dt.date | dt.datetime
+
+
+class AggFunc(Enum):
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+
+
+@dataclass(frozen=True, order=True)
+class Aggregate:
+    func: AggFunc
+    #: the aggregated column; None for COUNT(*)
+    column: str | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.func.value}({self.column or '*'})"
+
+    def sort_key(self) -> tuple[str, str]:
+        return (self.func.value, self.column or "")
+
+
+class PredOp(Enum):
+    IN = "in"  # also every `=`: one-value IN, so re-phrasings share one canonical form
+    NE = "<>"
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    BETWEEN = "between"
+    IS_NULL = "is null"
+    IS_NOT_NULL = "is not null"
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """One conjunct of the WHERE clause: a dimension compared with constants."""
+
+    column: str
+    op: PredOp
+    values: tuple[Scalar, ...] = ()
+
+    def sort_key(self) -> str:
+        return json.dumps([self.column, self.op.value, [_jsonable(v) for v in self.values]])
+
+
+class OutputKind(Enum):
+    KEY = "key"  # a GROUP BY dimension
+    AGGREGATE = "aggregate"
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    kind: OutputKind
+    #: index into QueryShape.group_by (KEY) or QueryShape.aggregates (AGGREGATE)
+    index: int
+
+
+@dataclass(frozen=True)
+class OrderItem:
+    output: int  # index into QueryShape.outputs
+    descending: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """An accepted query, normalized. Everything the guard decides on is here."""
+
+    table: str
+    predicates: tuple[Predicate, ...]
+    group_by: tuple[str, ...]
+    aggregates: tuple[Aggregate, ...]
+    outputs: tuple[Output, ...]
+    order_by: tuple[OrderItem, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    @property
+    def canonical(self) -> str:
+        """The key of what is measured: table, row selection, grouping, aggregates.
+
+        Equivalent phrasings (swapped conjuncts, ``x = v`` vs ``x IN (v)``, reversed
+        comparisons, output order and aliases) share one canonical key.
+        """
+        return json.dumps(
+            {
+                "table": self.table,
+                "where": [json.loads(p.sort_key()) for p in self.predicates],
+                "group_by": sorted(self.group_by),
+                "aggregates": sorted(a.label for a in self.aggregates),
+            },
+            separators=(",", ":"),
+        )
+
+
+def _jsonable(value: Scalar) -> str | int | float | bool:
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    return value

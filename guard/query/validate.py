@@ -1,0 +1,186 @@
+"""Stage 2: the allow-list of statement shapes.
+
+Structural checks only: one plain SELECT over one declared table, none of the
+constructs that reach outside the policy (files, catalogs, extensions) or that combine
+query sets in ways the controls cannot see (subqueries, set operations, windows).
+What each clause may contain, column by column, is checked by :mod:`analyze`.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from sqlglot import exp
+
+from guard.errors import QueryRejected
+from guard.policy.model import Policy, Table
+
+__all__ = ["validate"]
+
+_SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "system", "temp")
+_SYSTEM_PREFIXES = ("duckdb_", "pg_", "sqlite_", "pragma_")
+
+# Statements other than SELECT, by sqlglot node class: what to tell the analyst.
+_STATEMENTS: tuple[tuple[tuple[type[exp.Expr], ...], str], ...] = (
+    (
+        (exp.Union, exp.Intersect, exp.Except),
+        "{kind} is not allowed: set operations combine query sets the guard cannot "
+        "control; send each SELECT separately",
+    ),
+    (
+        (
+            exp.Insert,
+            exp.Update,
+            exp.Delete,
+            exp.Merge,
+            exp.Create,
+            exp.Drop,
+            exp.Alter,
+            exp.TruncateTable,
+        ),
+        "{kind} is not allowed: the guard is read-only; send a SELECT of aggregates",
+    ),
+    (
+        (exp.Attach, exp.Detach, exp.Use),
+        "{kind} is not allowed: only the tables declared in the policy can be queried",
+    ),
+    (
+        (exp.Copy, exp.Export),
+        "{kind} is not allowed: the guard never reads or writes files; send a SELECT",
+    ),
+    (
+        (
+            exp.Pragma,
+            exp.Set,
+            exp.Install,
+            exp.Command,
+            exp.Describe,
+            exp.Show,
+            exp.Summarize,
+            exp.Transaction,
+            exp.Commit,
+            exp.Rollback,
+        ),
+        "{kind} is not allowed: only SELECT statements of aggregates are accepted",
+    ),
+)
+
+# Constructs that may not appear anywhere inside an accepted SELECT.
+_FORBIDDEN: tuple[tuple[type[exp.Expr], str], ...] = (
+    (exp.Window, "window functions (OVER ...) are not allowed: use GROUP BY"),
+    (exp.TableSample, "sampling (USING SAMPLE / TABLESAMPLE) is not allowed: query whole tables"),
+    (
+        exp.Having,
+        "HAVING is not allowed: it releases or hides cells depending on confidential "
+        "values; filter on dimensions in WHERE instead",
+    ),
+    (exp.Qualify, "QUALIFY is not allowed: filter on dimensions in WHERE instead"),
+    (exp.Lateral, "LATERAL is not allowed: query one table"),
+    (exp.Pivot, "PIVOT/UNPIVOT is not allowed: use GROUP BY"),
+    (exp.Unnest, "UNNEST is not allowed: query a table declared in the policy"),
+    (exp.Into, "SELECT ... INTO is not allowed: the guard is read-only"),
+    (exp.Placeholder, "query parameters must be bound to values before the query is checked"),
+    (exp.Parameter, "query parameters must be bound to values before the query is checked"),
+)
+
+
+def validate(tree: exp.Expr, policy: Policy) -> tuple[exp.Select, Table]:
+    """Check the statement's overall shape and return it with the table it reads.
+
+    Raises:
+        QueryRejected: the message says what is not allowed and what to send instead.
+    """
+    if not isinstance(tree, exp.Select):
+        raise QueryRejected(_statement_message(tree))
+    if tree.args.get("with") is not None:
+        raise QueryRejected("WITH (common table expressions) is not allowed: query one table directly")
+    if tree.args.get("distinct") is not None:
+        raise QueryRejected("SELECT DISTINCT is not allowed: select aggregates, grouped by dimensions")
+    table = _from_table(tree, policy)
+    _no_forbidden_nodes(tree)
+    return tree, table
+
+
+def _statement_message(tree: exp.Expr) -> str:
+    kind = _statement_kind(tree)
+    for classes, template in _STATEMENTS:
+        if isinstance(tree, classes):
+            return template.format(kind=kind)
+    return f"{kind} is not allowed: only SELECT statements of aggregates are accepted"
+
+
+def _statement_kind(tree: exp.Expr) -> str:
+    if isinstance(tree, exp.Command):
+        return str(tree.this).upper()
+    if isinstance(tree, exp.Create | exp.Drop | exp.Alter):
+        kind = tree.args.get("kind")
+        return f"{type(tree).__name__.upper()} {kind}".strip() if kind else type(tree).__name__.upper()
+    names = {exp.TruncateTable: "TRUNCATE", exp.Transaction: "BEGIN", exp.Set: "SET"}
+    for klass, name in names.items():
+        if isinstance(tree, klass):
+            return name
+    if isinstance(tree, exp.Column | exp.Identifier):
+        return f"{tree.sql(dialect='duckdb').upper()!s}"
+    return type(tree).__name__.upper()
+
+
+def _from_table(select: exp.Select, policy: Policy) -> Table:
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        raise QueryRejected("a FROM clause naming a protected table is required")
+    if select.args.get("joins"):
+        raise QueryRejected("JOIN is not allowed: query one protected table at a time")
+    source = from_.this
+    if isinstance(source, exp.Subquery):
+        raise QueryRejected("subqueries are not allowed: query a protected table directly")
+    if isinstance(source, exp.Values):
+        raise QueryRejected("VALUES lists are not allowed: query a table declared in the policy")
+    if not isinstance(source, exp.Table):
+        raise QueryRejected("query a table declared in the policy by its name")
+    if not isinstance(source.this, exp.Identifier):
+        raise QueryRejected(
+            "table functions such as read_csv(...) are not allowed: "
+            "query a table declared in the policy by its name"
+        )
+    name = source.name
+    if source.this.quoted and any(ch in name for ch in "/\\.:"):
+        raise QueryRejected(
+            f"reading files ({name!r}) is not allowed: query a table declared in the policy by its name"
+        )
+    qualifiers = [p.name.lower() for p in (source.args.get("catalog"), source.args.get("db")) if p]
+    if (
+        any(q in _SYSTEM_SCHEMAS for q in qualifiers)
+        or name.lower().startswith(_SYSTEM_PREFIXES)
+        or (name.lower() in _SYSTEM_SCHEMAS)
+    ):
+        raise QueryRejected(
+            "system catalogs are not available: the tables you may query are "
+            + ", ".join(t.name for t in policy.tables)
+        )
+    if qualifiers:
+        raise QueryRejected(f"name the table without a schema or database: FROM {name}")
+    table = policy.table(name)
+    if table is None:
+        declared = [t.name for t in policy.tables]
+        close = difflib.get_close_matches(name.lower(), [d.lower() for d in declared], n=1)
+        hint = f" (did you mean {next(d for d in declared if d.lower() == close[0])!r}?)" if close else ""
+        raise QueryRejected(
+            f"unknown table {name!r}{hint}: the tables you may query are {', '.join(declared)}"
+        )
+    return table
+
+
+def _no_forbidden_nodes(select: exp.Select) -> None:
+    for node in select.walk():
+        if node is not select and isinstance(node, exp.Select | exp.Subquery):
+            raise QueryRejected("subqueries are not allowed: send one SELECT over one table")
+        if isinstance(node, exp.SetOperation):
+            raise QueryRejected("UNION/INTERSECT/EXCEPT are not allowed: send each SELECT separately")
+        for klass, message in _FORBIDDEN:
+            if isinstance(node, klass):
+                raise QueryRejected(message)
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+            raise QueryRejected(
+                "SELECT * is not allowed: select aggregates such as COUNT(*), SUM(measure), "
+                "AVG(measure), optionally grouped by dimension columns"
+            )

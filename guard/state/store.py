@@ -1,0 +1,215 @@
+"""The guard's own store: an append-only, hash-chained query log in a DuckDB file.
+
+Every request is written and committed here before its answer is returned, so a crash
+can lose an answer but never the record of one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from guard.errors import BackendError
+from guard.sqlfiles import read_sql, statements
+
+__all__ = ["GENESIS", "LogRecord", "StateStore"]
+
+GENESIS = "0" * 64
+_LOG_COLUMNS = (
+    "id",
+    "ts",
+    "analyst",
+    "sql",
+    "canonical",
+    "data_version",
+    "decision",
+    "error",
+    "reason",
+    "columns",
+    "rows",
+    "flags",
+    "notes",
+    "elapsed_ms",
+    "prev_hash",
+    "record_hash",
+)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One request as it is logged. ``rows`` holds only released values."""
+
+    analyst: str
+    sql: str
+    decision: str
+    canonical: str | None = None
+    data_version: str | None = None
+    error: str | None = None
+    reason: str | None = None
+    columns: list[str] | None = None
+    rows: list[list[Any]] | None = None
+    flags: list[list[str]] | None = None
+    notes: list[str] | None = None
+    elapsed_ms: float | None = None
+
+
+def _record_hash(prev_hash: str, ts: str, record: dict[str, Any]) -> str:
+    body = json.dumps({"ts": ts, **record}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+
+
+class StateStore:
+    """Opens (creating if needed) ``STATE/guard.duckdb`` and appends to its log."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "guard.duckdb"
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self._con = duckdb.connect(str(self.path))
+        except OSError as exc:
+            raise BackendError(f"cannot create the state folder {state_dir} ({exc.strerror})") from None
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise BackendError(
+                    f"the state store {self.path} is in use by another guard process: stop it, "
+                    "or give this one its own folder with --state DIR"
+                ) from None
+            raise BackendError(f"cannot open the state store {self.path}: {exc}") from None
+        self._lock = threading.Lock()
+        for statement in statements(read_sql("state.sql")):
+            self._con.execute(statement)
+        last = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+        self._last_hash = last[0] if last else GENESIS
+
+    def append(self, record: LogRecord) -> int:
+        """Append one record and commit it; returns its id.
+
+        Raises:
+            BackendError: the record could not be written (the answer must then not leave).
+        """
+        fields = {
+            "analyst": record.analyst,
+            "sql": record.sql,
+            "canonical": record.canonical,
+            "data_version": record.data_version,
+            "decision": record.decision,
+            "error": record.error,
+            "reason": record.reason,
+            "columns": record.columns,
+            "rows": record.rows,
+            "flags": record.flags,
+            "notes": record.notes,
+        }
+        encoded = {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
+        with self._lock:
+            # naive UTC: DuckDB returns TIMESTAMP as it was stored, so the hash re-computes
+            ts_text = dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()
+            record_hash = _record_hash(self._last_hash, ts_text, encoded)
+            try:
+                self._con.execute("BEGIN")
+                row = self._con.execute(
+                    "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, "
+                    "error, reason, columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    [
+                        ts_text,
+                        encoded["analyst"],
+                        encoded["sql"],
+                        encoded["canonical"],
+                        encoded["data_version"],
+                        encoded["decision"],
+                        encoded["error"],
+                        encoded["reason"],
+                        encoded["columns"],
+                        encoded["rows"],
+                        encoded["flags"],
+                        encoded["notes"],
+                        record.elapsed_ms,
+                        self._last_hash,
+                        record_hash,
+                    ],
+                ).fetchone()
+                self._con.execute("COMMIT")
+            except duckdb.Error as exc:
+                self._con.execute("ROLLBACK")
+                raise BackendError(f"cannot write the query log: {str(exc).splitlines()[0]}") from None
+            self._last_hash = record_hash
+            assert row is not None
+            return int(row[0])
+
+    def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Log records, oldest first (the last ``limit`` when given)."""
+        query = f"SELECT {', '.join(_LOG_COLUMNS)} FROM query_log"
+        params: list[Any] = []
+        if analyst is not None:
+            query += " WHERE analyst = ?"
+            params.append(analyst)
+        query += " ORDER BY id DESC"
+        if limit is not None:
+            query += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._con.execute(query, params).fetchall()
+        records = []
+        for row in reversed(rows):
+            record = dict(zip(_LOG_COLUMNS, row, strict=True))
+            for key in ("columns", "rows", "flags", "notes"):
+                if record[key] is not None:
+                    record[key] = json.loads(record[key])
+            records.append(record)
+        return records
+
+    def verify(self) -> tuple[int, int | None]:
+        """Check the hash chain; returns (records checked, id of the first broken one or None)."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT id, ts, analyst, sql, canonical, data_version, decision, error, reason, "
+                "columns, rows, flags, notes, prev_hash, record_hash FROM query_log ORDER BY id"
+            ).fetchall()
+        previous = GENESIS
+        for row in rows:
+            (
+                id_,
+                ts,
+                analyst,
+                sql,
+                canonical,
+                version,
+                decision,
+                error,
+                reason,
+                columns,
+                values,
+                flags,
+                notes,
+                prev_hash,
+                record_hash,
+            ) = row
+            encoded = {
+                "analyst": analyst,
+                "sql": sql,
+                "canonical": canonical,
+                "data_version": version,
+                "decision": decision,
+                "error": error,
+                "reason": reason,
+                "columns": columns,
+                "rows": values,
+                "flags": flags,
+                "notes": notes,
+            }
+            ts_text = ts.isoformat()
+            if prev_hash != previous or _record_hash(prev_hash, ts_text, encoded) != record_hash:
+                return len(rows), int(id_)
+            previous = record_hash
+        return len(rows), None
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()

@@ -1,0 +1,26 @@
+-- The guard's own state store (DuckDB file STATE/guard.duckdb).
+-- Append-only: the guard never updates or deletes a row of these tables.
+
+CREATE SEQUENCE IF NOT EXISTS query_log_id START 1;
+
+-- One row per request, answered or not, written and committed BEFORE the answer leaves.
+-- record_hash chains each row to the previous one (sha256 over prev_hash and the row's
+-- canonical JSON), so an auditor can tell if a row was altered or removed.
+CREATE TABLE IF NOT EXISTS query_log (
+    id            BIGINT PRIMARY KEY DEFAULT nextval('query_log_id'),
+    ts            TIMESTAMP NOT NULL,  -- UTC
+    analyst       VARCHAR NOT NULL,
+    sql           VARCHAR NOT NULL,
+    canonical     VARCHAR,          -- canonical key of what was measured (NULL if rejected)
+    data_version  VARCHAR,
+    decision      VARCHAR NOT NULL, -- answered | rejected | refused | error
+    error         VARCHAR,          -- GuardError class name, when not answered
+    reason        VARCHAR,          -- the message the analyst received
+    columns       JSON,             -- released column names
+    rows          JSON,             -- released values (suppressed cells are NULL)
+    flags         JSON,             -- per-cell flags
+    notes         JSON,
+    elapsed_ms    DOUBLE,
+    prev_hash     VARCHAR NOT NULL,
+    record_hash   VARCHAR NOT NULL
+);
