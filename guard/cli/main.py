@@ -1,0 +1,191 @@
+"""``guard``: the command line. Thin: every command calls the library.
+
+Exit codes: 0 answered, 3 rejected or refused, 2 usage, policy or state error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from guard.cli.render import FORMATS, render_error, render_result
+from guard.core import Guard
+from guard.errors import GuardError, codes_for
+from guard.policy.load import load_policy
+from guard.policy.model import Role
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_POLICY = click.option(
+    "--policy",
+    "policy",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Policy file (policies/*.yaml).",
+)
+_STATE = click.option(
+    "--state",
+    "state",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the guard's own store (log, history, budgets); overrides the policy's.",
+)
+
+
+def _stdout() -> Console:
+    return Console(soft_wrap=False, width=max(Console().width, 100))
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
+
+def _guarded(command: F) -> F:
+    """Turn errors into a message and an exit code; never a traceback."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except GuardError as error:
+            render_error(error, kwargs.get("fmt", "table"), _stdout(), _stderr())
+            sys.exit(codes_for(error).exit_code)
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except click.exceptions.Exit:
+            raise
+        except Exception as exc:  # a bug: say so without a traceback or any data value
+            _stderr().print(
+                f"internal error ({type(exc).__name__}); please report it with the command you ran",
+                markup=False,
+            )
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="statguard")
+def main() -> None:
+    """statguard: aggregate SQL in, protected aggregates out."""
+
+
+@main.command()
+@_POLICY
+@click.option("--analyst", required=True, help="Who is asking (declared in the policy).")
+@_STATE
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.argument("sql")
+@_guarded
+def query(policy: Path, analyst: str, state: Path | None, fmt: str, sql: str) -> None:
+    """Answer one aggregate SQL query for ANALYST, or say why not."""
+    with Guard.open(policy, state=state) as guard:
+        result = guard.query(sql, analyst=analyst)
+    render_result(result, fmt, _stdout(), _stderr())
+
+
+@main.command("check-policy")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_STATE
+@_guarded
+def check_policy(file: Path, state: Path | None) -> None:
+    """Validate a policy, load its sources, and summarise it."""
+    policy = load_policy(file, state)
+    out = _stdout()
+    with Guard.open(file, state=state) as guard:
+        out.print(f"[bold]{policy.name}[/bold]: {file} is valid")
+        out.print(
+            f"  protection: k = {policy.protection.min_query_set_size}"
+            f" (full-population cells {'released' if policy.protection.allow_full_population else 'withheld'})"
+        )
+        out.print(f"  state: {policy.state_dir}")
+        for table in policy.tables:
+            info = guard.backend.table_info(table.name)
+            summary = Table(title=f"table {table.name} ({table.source.kind.value}: {table.source.path.name})")
+            for name in ("column", "role", "type", "bounds"):
+                summary.add_column(name)
+            for column in table.columns:
+                unit = " (privacy unit)" if column.name == table.privacy_unit else ""
+                bounds = f"[{column.bounds[0]:g}, {column.bounds[1]:g}]" if column.bounds else ""
+                kind = info.types.get(column.name.lower(), "not loaded")
+                summary.add_row(column.name, column.role.value + unit, kind, bounds)
+            out.print(summary)
+            out.print(
+                f"  {info.rows:,} rows, {info.units:,} privacy units"
+                f"{' (one row each)' if info.one_row_per_unit else ''}; "
+                f"dimensions: {', '.join(table.names(Role.DIMENSION)) or 'none'}; "
+                f"measures: {', '.join(table.names(Role.MEASURE)) or 'none'}"
+            )
+        analysts = ", ".join(
+            a.name + (f" (tables: {', '.join(a.tables)})" if a.tables is not None else "")
+            for a in policy.analysts
+        )
+        out.print(f"  analysts: {analysts}")
+
+
+@main.command()
+@_POLICY
+@_STATE
+@click.option("--analyst", default=None, help="Only this analyst's requests.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the last N requests.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--verify", is_flag=True, help="Check the log's hash chain; exit 3 if it is broken.")
+@_guarded
+def log(
+    policy: Path, state: Path | None, analyst: str | None, limit: int | None, fmt: str, verify: bool
+) -> None:
+    """Show the query log: every request, answered or not, oldest first."""
+    with Guard.open(policy, state=state) as guard:
+        records = guard.log(analyst=analyst, limit=limit)
+        checked, broken = guard.store.verify() if verify else (0, None)
+    out = _stdout()
+    if fmt == "json":
+        for record in records:
+            out.print(json.dumps(record, default=str), markup=False, highlight=False, soft_wrap=True)
+    else:
+        table = Table(title=f"query log ({len(records)} records)", title_justify="left")
+        for name in ("id", "time (UTC)", "analyst", "decision", "sql", "reason / released"):
+            table.add_column(name, overflow="fold")
+        for r in records:
+            detail = r["reason"] or f"{len(r['rows'] or [])} rows; " + "; ".join(r["notes"] or [])
+            table.add_row(
+                str(r["id"]), f"{r['ts']:%Y-%m-%d %H:%M:%S}", r["analyst"], r["decision"], r["sql"], detail
+            )
+        out.print(table)
+    if verify:
+        if broken is None:
+            _stderr().print(f"hash chain intact over {checked} records", markup=False)
+        else:
+            _stderr().print(f"hash chain BROKEN at record {broken} (of {checked})", markup=False)
+            sys.exit(3)
+
+
+@main.command()
+@_STATE
+@click.option(
+    "--policies",
+    "policies",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the example policies (default: the repository's policies/).",
+)
+@_guarded
+def demo(state: Path | None, policies: Path | None) -> None:
+    """Walk through the seed examples: answers, suppressed cells, refused attacks."""
+    from guard.cli.demo import run_demo
+
+    run_demo(_stdout(), policies, state)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
