@@ -82,14 +82,12 @@ def protect(shape: QueryShape, grid: CellGrid, protection: Protection) -> Protec
 
 def _ordering(shape: QueryShape, rows: list[list[Any]]) -> list[int]:
     """Row order computed on the protected values only: ordering by the hidden values
-    would leak how withheld cells compare. Without ORDER BY, rows follow the group keys."""
+    would leak how withheld cells compare. Rows first follow the group keys (the engine's
+    own order is arbitrary), then ORDER BY re-sorts them stably."""
     order = list(range(len(rows)))
-    items = list(shape.order_by)
-    if not items:
-        key_positions = [i for i, o in enumerate(shape.outputs) if o.kind is OutputKind.KEY]
-        for position in reversed(key_positions):
-            order.sort(key=lambda i, p=position: _sort_key(rows[i][p], nulls_first=False))  # type: ignore[misc]
-    for item in reversed(items):
+    key_positions = [i for i, o in enumerate(shape.outputs) if o.kind is OutputKind.KEY]
+    order.sort(key=lambda i: [_sort_key(rows[i][p], nulls_first=False) for p in key_positions])
+    for item in reversed(shape.order_by):
         nulls = [i for i in order if rows[i][item.output] is None]
         present = [i for i in order if rows[i][item.output] is not None]
         present.sort(key=lambda i: _sort_key(rows[i][item.output], False), reverse=item.descending)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
@@ -66,6 +68,12 @@ _COMPARISONS: dict[type[exp.Expr], PredOp] = {
 # `5 < x` reads as `x > 5`
 _MIRRORED = {PredOp.LT: PredOp.GT, PredOp.LE: PredOp.GE, PredOp.GT: PredOp.LT, PredOp.GE: PredOp.LE}
 _PATTERN_MATCH = (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo, exp.Glob)
+_GROUPING_SETS = (exp.Rollup, exp.Cube, exp.GroupingSets)
+# Numbers an analyst may compare with: what the engine's widest integer (HUGEINT) holds.
+# Larger literals fail in the engine, and Python refuses to print ints over 4300 digits.
+_MAX_INTEGER = 2**127 - 1
+# LIMIT, OFFSET and ordinals are ASCII digits (str.isdigit also accepts '²', which int() does not).
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 class _Scope:
@@ -77,6 +85,11 @@ class _Scope:
         self.types = types
 
     def column(self, node: exp.Column, *, clause: str) -> Column:
+        if node.args.get("db") or node.args.get("catalog"):
+            raise QueryRejected(
+                f"{node.sql(dialect='duckdb')}: qualify a column with the table name or alias only, "
+                f"e.g. {self.alias or self.table.name}.{node.name}"
+            )
         qualifier = node.table
         if qualifier and qualifier.lower() not in {
             self.table.name.lower(),
@@ -185,6 +198,11 @@ def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, Aggregate
 def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
     if isinstance(node, exp.Filter):
         raise QueryRejected("aggregate FILTER clauses are not allowed: filter rows in WHERE")
+    if isinstance(node, exp.IgnoreNulls | exp.RespectNulls):
+        raise QueryRejected(
+            f"{node.sql(dialect='duckdb')}: IGNORE/RESPECT NULLS is not allowed; COUNT(column), "
+            "SUM and AVG already skip NULLs: write the aggregate without it"
+        )
     func = _AGGREGATES.get(type(node))
     if func is None:
         raise QueryRejected(_not_an_aggregate(node))
@@ -193,8 +211,9 @@ def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
         return Aggregate(AggFunc.COUNT, None)
     if isinstance(argument, exp.Distinct):
         raise QueryRejected(
-            f"{func.value.upper()}(DISTINCT ...) is not allowed: counts of distinct values are "
-            "not protected by the guard's controls; use COUNT(*) grouped by the column"
+            f"{func.value.upper()}(DISTINCT ...) is not allowed: aggregates over distinct values "
+            "are not protected by the guard's controls; use COUNT(*) grouped by the column, "
+            f"or {func.value.upper()} without DISTINCT"
         )
     if not isinstance(argument, exp.Column) or node.expressions:
         raise QueryRejected(
@@ -216,7 +235,7 @@ def _not_an_aggregate(node: exp.Expr) -> str:
     if isinstance(node, exp.Max | exp.Min):
         return f"{text}: MIN and MAX are not allowed: each is one respondent's value; use COUNT, SUM or AVG"
     if isinstance(node, exp.AggFunc):
-        name = type(node).__name__.upper()
+        name = node.sql_name()
         return f"{text}: aggregate {name} is not allowed; the guard answers COUNT, SUM and AVG"
     if isinstance(node, exp.Literal | exp.Boolean | exp.Null):
         return f"constant output {text} is not allowed: select aggregates and grouped dimensions only"
@@ -241,7 +260,12 @@ def _group_by(
     group = select.args.get("group")
     if group is None:
         return []
-    if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+    if (
+        group.args.get("rollup")
+        or group.args.get("cube")
+        or group.args.get("grouping_sets")
+        or any(isinstance(node, _GROUPING_SETS) for node in group.expressions)
+    ):
         raise QueryRejected(
             "GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet: send one query per grouping level"
         )
@@ -255,7 +279,7 @@ def _group_by(
 
 def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]) -> Column:
     if isinstance(node, exp.Literal) and not node.is_string:
-        position = int(node.this) if node.this.isdigit() else 0
+        position = _position(str(node.this))
         if not 1 <= position <= len(projections):
             raise QueryRejected(f"GROUP BY {node.this}: there is no output column at that position")
         item = projections[position - 1][1]
@@ -265,7 +289,11 @@ def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggre
     if isinstance(node, exp.Column):
         if not node.table and scope.table.column(node.name) is None:
             for name, item in projections:
-                if name.lower() == node.name.lower() and isinstance(item, Column):
+                if name.lower() == node.name.lower():
+                    if isinstance(item, Aggregate):
+                        raise QueryRejected(
+                            f"GROUP BY {node.name} refers to an aggregate ({item.label}): group by dimensions"
+                        )
                     return item
         return scope.dimension(node, clause="GROUP BY")
     raise QueryRejected(
@@ -315,6 +343,8 @@ def _predicate(node: exp.Expr, scope: _Scope, limits: Limits) -> Predicate:
         if node.args.get("query") is not None or node.args.get("unnest") is not None:
             raise QueryRejected("subqueries are not allowed: list the values, IN ('a', 'b')")
         column = _bare_dimension(node.this, scope)
+        if not node.expressions:
+            raise QueryRejected(f"{column.name} IN (): list at least one value")
         if len(node.expressions) > limits.max_in_values:
             raise QueryRejected(
                 f"IN list has {len(node.expressions)} values; the limit is {limits.max_in_values}"
@@ -406,6 +436,8 @@ def _literal(node: exp.Expr) -> Scalar:
         if node.is_string:
             return str(node.this)
         return _number(str(node.this))
+    if isinstance(node, exp.RawString):  # $$text$$
+        return str(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         return -_number(str(node.this.this))
     if isinstance(node, exp.Boolean):
@@ -427,9 +459,22 @@ def _number(text: str) -> int | float:
         number = Decimal(text)
     except InvalidOperation:
         raise QueryRejected(f"{text!r} is not a number") from None
-    if number == number.to_integral_value() and "e" not in text.lower() and "." not in text:
-        return int(number)
-    return float(number)
+    if not number.is_finite() or number.adjusted() > 38:
+        raise QueryRejected(f"the number {_abbreviated(text)} is out of range: compare with a smaller number")
+    # 1980, 1980.0 and 1.98e3 are one value: one canonical form, so re-phrasing a
+    # condition cannot make a query look new to the history and the audit.
+    if number == number.to_integral_value():
+        integer = int(number)
+        if abs(integer) <= _MAX_INTEGER:
+            return integer
+    value = float(number)
+    if not math.isfinite(value):
+        raise QueryRejected(f"the number {_abbreviated(text)} is out of range: compare with a smaller number")
+    return value
+
+
+def _abbreviated(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:20]}..."
 
 
 def _parse_temporal(text: str, column: Column | None, type_name: str) -> dt.date | dt.datetime:
@@ -474,7 +519,7 @@ def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Ag
         "position); ordering is applied to the protected answer"
     )
     if isinstance(node, exp.Literal) and not node.is_string:
-        position = int(node.this) if str(node.this).isdigit() else 0
+        position = _position(str(node.this))
         if 1 <= position <= len(projections):
             return position - 1
         raise QueryRejected(message)
@@ -500,15 +545,29 @@ def _limit(select: exp.Select) -> tuple[int | None, int]:
     offset = 0
     node = select.args.get("limit")
     if node is not None:
-        limit = _whole_number(node.expression, "LIMIT")
+        options = node.args.get("limit_options")
+        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+            raise QueryRejected(
+                f"{node.sql(dialect='duckdb').strip()}: PERCENT and WITH TIES are not allowed: "
+                "use LIMIT with a whole number of rows"
+            )
+        if isinstance(node, exp.Fetch):
+            limit = _whole_number(node.args.get("count"), "FETCH FIRST")
+        else:
+            limit = _whole_number(node.expression, "LIMIT")
     node = select.args.get("offset")
     if node is not None:
         offset = _whole_number(node.expression, "OFFSET")
     return limit, offset
 
 
+def _position(text: str) -> int:
+    """A 1-based ordinal as written, or 0 when it is not a plain whole number."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else 0
+
+
 def _whole_number(node: exp.Expr | None, clause: str) -> int:
-    if isinstance(node, exp.Literal) and not node.is_string and str(node.this).isdigit():
+    if isinstance(node, exp.Literal) and not node.is_string and _WHOLE_NUMBER.fullmatch(str(node.this)):
         return int(node.this)
-    text = node.sql(dialect="duckdb") if node is not None else ""
-    raise QueryRejected(f"{clause} {text}: use a whole number")
+    text = _abbreviated(node.sql(dialect="duckdb")) if node is not None else ""
+    raise QueryRejected(f"{clause} {text}: use a whole number of rows (at most 18 digits)")

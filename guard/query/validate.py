@@ -83,6 +83,15 @@ _FORBIDDEN: tuple[tuple[type[exp.Expr], str], ...] = (
     (exp.Parameter, "query parameters must be bound to values before the query is checked"),
 )
 
+# The SELECT clauses analyze() reads; any other clause sqlglot fills in (FOR UPDATE, ...)
+# would be silently ignored by the rewrite, so it is refused instead.
+_SELECT_CLAUSES = frozenset({"expressions", "from_", "from", "where", "group", "order", "limit", "offset"})
+_CLAUSE_NAMES = {"locks": "FOR UPDATE / FOR SHARE", "sample": "USING SAMPLE", "windows": "WINDOW"}
+# Parts of a FROM table other than its name, schema and alias: time travel (AT ...),
+# WITH ORDINALITY, ONLY, index hints and the like.
+_TABLE_PARTS = frozenset({"this", "alias", "db", "catalog"})
+_SHAPE_HINT = "send SELECT aggregates FROM one table [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]"
+
 
 def validate(tree: exp.Expr, policy: Policy) -> tuple[exp.Select, Table]:
     """Check the statement's overall shape and return it with the table it reads.
@@ -92,12 +101,13 @@ def validate(tree: exp.Expr, policy: Policy) -> tuple[exp.Select, Table]:
     """
     if not isinstance(tree, exp.Select):
         raise QueryRejected(_statement_message(tree))
-    if tree.args.get("with") is not None:
+    if tree.args.get("with_") is not None or tree.args.get("with") is not None:
         raise QueryRejected("WITH (common table expressions) is not allowed: query one table directly")
     if tree.args.get("distinct") is not None:
         raise QueryRejected("SELECT DISTINCT is not allowed: select aggregates, grouped by dimensions")
     table = _from_table(tree, policy)
     _no_forbidden_nodes(tree)
+    _no_other_clauses(tree)
     return tree, table
 
 
@@ -119,15 +129,19 @@ def _statement_kind(tree: exp.Expr) -> str:
     for klass, name in names.items():
         if isinstance(tree, klass):
             return name
-    if isinstance(tree, exp.Column | exp.Identifier):
-        return f"{tree.sql(dialect='duckdb').upper()!s}"
-    return type(tree).__name__.upper()
+    # Statements sqlglot does not know come back as expressions (DEALLOCATE p parses as
+    # a column alias): name them by their first word, as the analyst typed them.
+    words = tree.sql(dialect="duckdb").split()
+    return words[0].upper() if words else type(tree).__name__.upper()
 
 
 def _from_table(select: exp.Select, policy: Policy) -> Table:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
-        raise QueryRejected("a FROM clause naming a protected table is required")
+        raise QueryRejected(
+            "a FROM clause naming a protected table is required: the tables you may query are "
+            + ", ".join(t.name for t in policy.tables)
+        )
     if select.args.get("joins"):
         raise QueryRejected("JOIN is not allowed: query one protected table at a time")
     source = from_.this
@@ -135,8 +149,13 @@ def _from_table(select: exp.Select, policy: Policy) -> Table:
         raise QueryRejected("subqueries are not allowed: query a protected table directly")
     if isinstance(source, exp.Values):
         raise QueryRejected("VALUES lists are not allowed: query a table declared in the policy")
+    if isinstance(source, exp.Unnest):
+        raise QueryRejected("UNNEST is not allowed: query a table declared in the policy")
     if not isinstance(source, exp.Table):
-        raise QueryRejected("query a table declared in the policy by its name")
+        raise QueryRejected(
+            f"FROM {source.sql(dialect='duckdb')} is not allowed: "
+            "query a table declared in the policy by its name"
+        )
     if not isinstance(source.this, exp.Identifier):
         raise QueryRejected(
             "table functions such as read_csv(...) are not allowed: "
@@ -159,6 +178,18 @@ def _from_table(select: exp.Select, policy: Policy) -> Table:
         )
     if qualifiers:
         raise QueryRejected(f"name the table without a schema or database: FROM {name}")
+    extra = sorted(k for k, v in source.args.items() if v and k not in _TABLE_PARTS)
+    if extra:
+        raise QueryRejected(
+            f"FROM {source.sql(dialect='duckdb')} is not allowed: name the table, optionally "
+            f"with an alias, and nothing else (FROM {name} [AS alias])"
+        )
+    alias = source.args.get("alias")
+    if alias is not None and alias.args.get("columns"):
+        raise QueryRejected(
+            "column aliases on the table (AS t(a, b, ...)) are not allowed: they rename columns; "
+            f"use the column names of the policy, e.g. FROM {name} AS t"
+        )
     table = policy.table(name)
     if table is None:
         declared = [t.name for t in policy.tables]
@@ -184,3 +215,10 @@ def _no_forbidden_nodes(select: exp.Select) -> None:
                 "SELECT * is not allowed: select aggregates such as COUNT(*), SUM(measure), "
                 "AVG(measure), optionally grouped by dimension columns"
             )
+
+
+def _no_other_clauses(select: exp.Select) -> None:
+    for key, value in select.args.items():
+        if value and key not in _SELECT_CLAUSES:
+            clause = _CLAUSE_NAMES.get(key, key.rstrip("_").replace("_", " ").upper())
+            raise QueryRejected(f"{clause} is not allowed: {_SHAPE_HINT}")
