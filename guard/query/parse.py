@@ -58,5 +58,6 @@ def _first_line(exc: Exception) -> str:
     errors = getattr(exc, "errors", None)
     if errors:
         first = errors[0]
-        return f"{first.get('description', 'syntax error')} near line {first.get('line')}, column {first.get('col')}"
+        description = first.get("description", "syntax error")
+        return f"{description} near line {first.get('line')}, column {first.get('col')}"
     return str(exc).splitlines()[0]

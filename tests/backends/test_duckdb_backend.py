@@ -100,7 +100,9 @@ def test_measure_must_be_numeric(tmp_path: Path) -> None:
     document["tables"]["students"]["columns"]["major"] = {"role": "measure", "bounds": [0, 1]}
     policy = tmp_path / "p.yaml"
     policy.write_text(yaml.safe_dump(document))
-    with pytest.raises(PolicyError, match="columns.major: a measure must be numeric, the source has VARCHAR"):
+    with pytest.raises(
+        PolicyError, match=r"columns\.major: a measure must be numeric, the source has VARCHAR"
+    ):
         Guard.open(policy, state=tmp_path / "state")
 
 

@@ -82,7 +82,7 @@ def test_usage_and_policy_errors_exit_2(tmp_path: Path) -> None:
     assert code == 2  # missing --policy
     bad = tmp_path / "bad.yaml"
     bad.write_text("tables: {}\nanalysts: {alice: {}}\n")
-    code, out, err = run("check-policy", str(bad))
+    code, _, err = run("check-policy", str(bad))
     assert code == 2 and "bad.yaml: tables: expected a mapping" in err
 
 
