@@ -104,10 +104,8 @@ def check_policy(file: Path, state: Path | None) -> None:
     out = _stdout()
     with Guard.open(file, state=state) as guard:
         out.print(f"[bold]{policy.name}[/bold]: {file} is valid")
-        out.print(
-            f"  protection: k = {policy.protection.min_query_set_size}"
-            f" (full-population cells {'released' if policy.protection.allow_full_population else 'withheld'})"
-        )
+        full = "released" if policy.protection.allow_full_population else "withheld"
+        out.print(f"  protection: k = {policy.protection.min_query_set_size} (full-population cells {full})")
         out.print(f"  state: {policy.state_dir}")
         for table in policy.tables:
             info = guard.backend.table_info(table.name)

@@ -179,7 +179,7 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
 def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, Aggregate | Column]]:
     items: list[tuple[str, Aggregate | Column]] = []
     for projection in select.expressions:
-        node = projection.this if isinstance(projection, exp.Alias) else projection
+        node = (projection.this if isinstance(projection, exp.Alias) else projection).unnest()
         if isinstance(node, exp.Column):
             column = scope.column(node, clause="the output")
             if column.role is Role.MEASURE:
@@ -206,7 +206,7 @@ def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
     func = _AGGREGATES.get(type(node))
     if func is None:
         raise QueryRejected(_not_an_aggregate(node))
-    argument = node.this
+    argument = node.this.unnest() if isinstance(node.this, exp.Expr) else node.this
     if func is AggFunc.COUNT and isinstance(argument, exp.Star):
         return Aggregate(AggFunc.COUNT, None)
     if isinstance(argument, exp.Distinct):
@@ -355,6 +355,8 @@ def _predicate(node: exp.Expr, scope: _Scope, limits: Limits) -> Predicate:
         column = _bare_dimension(node.this, scope)
         low = _constant(node.args["low"], column, scope)
         high = _constant(node.args["high"], column, scope)
+        if node.args.get("symmetric"):  # BETWEEN SYMMETRIC b AND a is BETWEEN a AND b
+            low, high = _ascending(low, high)
         return Predicate(column.name, PredOp.BETWEEN, (low, high))
     op = _COMPARISONS.get(type(node))
     if op is not None:
@@ -408,7 +410,8 @@ def _constant(node: exp.Expr, column: Column, scope: _Scope) -> Scalar:
     value = _literal(node)
     type_name = scope.type_of(column).upper()
     is_numeric = type_name.split("(")[0] in NUMERIC_TYPES
-    if is_numeric and not isinstance(value, int | float):
+    # bool is an int to Python, not to the engine: `class = true` is not a number
+    if is_numeric and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise QueryRejected(
             f"column {column.name!r} is numeric ({type_name}); compare it with a number, "
             f"not {node.sql(dialect='duckdb')}"
@@ -420,13 +423,16 @@ def _constant(node: exp.Expr, column: Column, scope: _Scope) -> Scalar:
             raise QueryRejected(
                 f"column {column.name!r} is a {type_name}; compare it with a date such as '2020-01-31'"
             )
+        if type_name.startswith("TIMESTAMP") and not isinstance(value, dt.datetime):
+            # the engine reads DATE 'd' as midnight of d here; one canonical form for both
+            return dt.datetime.combine(value, dt.time())
     elif not is_numeric and type_name == "BOOLEAN":
         if not isinstance(value, bool):
             raise QueryRejected(f"column {column.name!r} is BOOLEAN; compare it with true or false")
     elif not is_numeric and not isinstance(value, str):
+        example = value.isoformat() if isinstance(value, dt.date) else node.sql(dialect="duckdb")
         raise QueryRejected(
-            f"column {column.name!r} is text ({type_name}); compare it with a quoted string, "
-            f"e.g. '{node.sql(dialect='duckdb')}'"
+            f"column {column.name!r} is text ({type_name}); compare it with a quoted string, e.g. '{example}'"
         )
     return value
 
@@ -478,14 +484,26 @@ def _abbreviated(text: str) -> str:
 
 
 def _parse_temporal(text: str, column: Column | None, type_name: str) -> dt.date | dt.datetime:
+    kind = "date" if type_name.startswith("DATE") else "timestamp"
+    where = f" for column {column.name!r}" if column else ""
     try:
-        if type_name.startswith("DATE"):
-            return dt.date.fromisoformat(text)
-        return dt.datetime.fromisoformat(text)
+        value = dt.date.fromisoformat(text) if kind == "date" else dt.datetime.fromisoformat(text)
     except ValueError:
-        what = f"column {column.name!r}" if column else "the literal"
+        example = "'2020-01-31'" if kind == "date" else "'2020-01-31 13:45:00'"
         raise QueryRejected(
-            f"{text!r} is not a valid {type_name.lower()} for {what}: use ISO format"
+            f"{text!r} is not a valid {kind}{where}: use ISO format, e.g. {example}"
+        ) from None
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        raise QueryRejected(f"{text!r}: time zone offsets are not supported{where}; drop the offset")
+    return value
+
+
+def _ascending(low: Scalar, high: Scalar) -> tuple[Scalar, Scalar]:
+    try:
+        return (high, low) if high < low else (low, high)  # type: ignore[operator]
+    except TypeError:  # a DATE bound against a TIMESTAMP one
+        raise QueryRejected(
+            "BETWEEN SYMMETRIC needs two bounds of the same type: write both as dates or both as timestamps"
         ) from None
 
 

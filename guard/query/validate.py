@@ -13,7 +13,7 @@ import difflib
 from sqlglot import exp
 
 from guard.errors import QueryRejected
-from guard.policy.model import Policy, Table
+from guard.policy.model import Table
 
 __all__ = ["validate"]
 
@@ -87,14 +87,17 @@ _FORBIDDEN: tuple[tuple[type[exp.Expr], str], ...] = (
 # would be silently ignored by the rewrite, so it is refused instead.
 _SELECT_CLAUSES = frozenset({"expressions", "from_", "from", "where", "group", "order", "limit", "offset"})
 _CLAUSE_NAMES = {"locks": "FOR UPDATE / FOR SHARE", "sample": "USING SAMPLE", "windows": "WINDOW"}
-# Parts of a FROM table other than its name, schema and alias: time travel (AT ...),
-# WITH ORDINALITY, ONLY, index hints and the like.
+# The parts a FROM table may have (a schema is refused with its own message); anything
+# else, such as time travel (AT ...), WITH ORDINALITY or ONLY, is refused.
 _TABLE_PARTS = frozenset({"this", "alias", "db", "catalog"})
 _SHAPE_HINT = "send SELECT aggregates FROM one table [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]"
 
 
-def validate(tree: exp.Expr, policy: Policy) -> tuple[exp.Select, Table]:
+def validate(tree: exp.Expr, tables: tuple[Table, ...]) -> tuple[exp.Select, Table]:
     """Check the statement's overall shape and return it with the table it reads.
+
+    ``tables`` are the tables this analyst may query; the others do not exist for them
+    (deny by default: messages never name a table the analyst cannot use).
 
     Raises:
         QueryRejected: the message says what is not allowed and what to send instead.
@@ -105,7 +108,7 @@ def validate(tree: exp.Expr, policy: Policy) -> tuple[exp.Select, Table]:
         raise QueryRejected("WITH (common table expressions) is not allowed: query one table directly")
     if tree.args.get("distinct") is not None:
         raise QueryRejected("SELECT DISTINCT is not allowed: select aggregates, grouped by dimensions")
-    table = _from_table(tree, policy)
+    table = _from_table(tree, tables)
     _no_forbidden_nodes(tree)
     _no_other_clauses(tree)
     return tree, table
@@ -129,18 +132,20 @@ def _statement_kind(tree: exp.Expr) -> str:
     for klass, name in names.items():
         if isinstance(tree, klass):
             return name
-    # Statements sqlglot does not know come back as expressions (DEALLOCATE p parses as
-    # a column alias): name them by their first word, as the analyst typed them.
+    if any(isinstance(tree, classes) for classes, _ in _STATEMENTS):
+        return type(tree).__name__.upper()
+    # Statements sqlglot does not know may come back as expressions (DEALLOCATE p parses
+    # as a column alias): name them by their first word, as the analyst typed them.
     words = tree.sql(dialect="duckdb").split()
     return words[0].upper() if words else type(tree).__name__.upper()
 
 
-def _from_table(select: exp.Select, policy: Policy) -> Table:
+def _from_table(select: exp.Select, tables: tuple[Table, ...]) -> Table:
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         raise QueryRejected(
             "a FROM clause naming a protected table is required: the tables you may query are "
-            + ", ".join(t.name for t in policy.tables)
+            + _names(tables)
         )
     if select.args.get("joins"):
         raise QueryRejected("JOIN is not allowed: query one protected table at a time")
@@ -174,31 +179,29 @@ def _from_table(select: exp.Select, policy: Policy) -> Table:
     ):
         raise QueryRejected(
             "system catalogs are not available: the tables you may query are "
-            + ", ".join(t.name for t in policy.tables)
+            + _names(tables)
         )
     if qualifiers:
         raise QueryRejected(f"name the table without a schema or database: FROM {name}")
-    extra = sorted(k for k, v in source.args.items() if v and k not in _TABLE_PARTS)
-    if extra:
-        raise QueryRejected(
-            f"FROM {source.sql(dialect='duckdb')} is not allowed: name the table, optionally "
-            f"with an alias, and nothing else (FROM {name} [AS alias])"
-        )
     alias = source.args.get("alias")
     if alias is not None and alias.args.get("columns"):
         raise QueryRejected(
             "column aliases on the table (AS t(a, b, ...)) are not allowed: they rename columns; "
             f"use the column names of the policy, e.g. FROM {name} AS t"
         )
-    table = policy.table(name)
+    table = next((t for t in tables if t.name.lower() == name.lower()), None)
     if table is None:
-        declared = [t.name for t in policy.tables]
+        declared = [t.name for t in tables]
         close = difflib.get_close_matches(name.lower(), [d.lower() for d in declared], n=1)
         hint = f" (did you mean {next(d for d in declared if d.lower() == close[0])!r}?)" if close else ""
         raise QueryRejected(
-            f"unknown table {name!r}{hint}: the tables you may query are {', '.join(declared)}"
+            f"unknown table {name!r}{hint}: the tables you may query are {_names(tables)}"
         )
     return table
+
+
+def _names(tables: tuple[Table, ...]) -> str:
+    return ", ".join(t.name for t in tables) or "none"
 
 
 def _no_forbidden_nodes(select: exp.Select) -> None:
@@ -218,7 +221,16 @@ def _no_forbidden_nodes(select: exp.Select) -> None:
 
 
 def _no_other_clauses(select: exp.Select) -> None:
+    """Refuse what the specific checks above have no message for."""
     for key, value in select.args.items():
         if value and key not in _SELECT_CLAUSES:
             clause = _CLAUSE_NAMES.get(key, key.rstrip("_").replace("_", " ").upper())
             raise QueryRejected(f"{clause} is not allowed: {_SHAPE_HINT}")
+    from_ = select.args.get("from_") or select.args.get("from")
+    source = from_.this if from_ is not None else None
+    assert isinstance(source, exp.Table)  # _from_table() checked it
+    if any(value for key, value in source.args.items() if key not in _TABLE_PARTS):
+        raise QueryRejected(
+            f"FROM {source.sql(dialect='duckdb')} is not allowed: name the table, optionally "
+            f"with an alias, and nothing else (FROM {source.name} [AS alias])"
+        )

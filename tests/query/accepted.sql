@@ -1,0 +1,225 @@
+-- Queries the guard must answer (some cells may still come back suppressed).
+--
+-- A case starts with `-- case:` (free text, may be empty). Optional directives follow:
+--   -- rows: N     the answer has N rows
+--   -- policy: students | castro | hospital | events   (default students)
+-- The SQL is every following line up to the next `-- case:` line. Lines starting
+-- with `-- ##` are section headers and notes, never part of a case.
+-- Read by tests/query/test_corpus.py.
+
+-- ## plain aggregates
+
+-- case:
+-- rows: 1
+SELECT COUNT(*) FROM students
+
+-- case: several aggregates, one of them repeated
+-- rows: 1
+SELECT COUNT(*), COUNT(income), SUM(income), AVG(income), SUM(income) FROM students
+
+-- case: COUNT of a dimension column
+-- rows: 1
+SELECT COUNT(major) FROM students
+
+-- case: parenthesized aggregates and arguments
+-- rows: 1
+SELECT (COUNT(*)) AS n, (SUM((income))) FROM students
+
+-- case: COUNT(ALL col) is COUNT(col)
+-- rows: 1
+SELECT COUNT(ALL income) FROM students
+
+-- case: DuckDB's FROM-first syntax
+-- rows: 1
+FROM students SELECT COUNT(*)
+
+-- case: trailing semicolon
+-- rows: 1
+SELECT COUNT(*) FROM students;
+
+-- ## aliases, qualified and quoted names, case
+
+-- case: output aliases
+-- rows: 2
+SELECT sex AS gender, COUNT(*) AS n, AVG(income) AS mean_income FROM students GROUP BY gender
+
+-- case: qualified by the table name
+-- rows: 2
+SELECT students.major, SUM(students.income) FROM students GROUP BY students.major
+
+-- case: qualified by a table alias
+-- rows: 2
+SELECT s.major, COUNT(*) FROM students AS s WHERE s.class >= 1979 GROUP BY s.major
+
+-- case: alias without AS
+-- rows: 2
+SELECT s.sex, COUNT(*) FROM students s GROUP BY s.sex
+
+-- case: quoted identifiers
+-- rows: 2
+SELECT "major", COUNT("income") AS "Number of incomes" FROM "students" GROUP BY "major"
+
+-- case: mixed-case keywords and names
+-- rows: 2
+sElEcT MAJOR, Count(*), aVg(Income) FrOm Students gRoUp By Major
+
+-- case: comments in SQL
+-- rows: 2
+SELECT major, -- the grouping key
+       COUNT(*) /* how many */
+FROM students
+-- no WHERE on purpose
+GROUP BY major
+
+-- ## WHERE
+
+-- case: equality
+-- rows: 1
+SELECT COUNT(*), SUM(income) FROM students WHERE major = 'CS'
+
+-- case: reversed comparison
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE 'EE' = major
+
+-- case: reversed range comparison
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE 1979 <= class
+
+-- case: IN list
+-- rows: 1
+SELECT AVG(income) FROM students WHERE class IN (1978, 1980)
+
+-- case: IN list with a single value
+-- rows: 2
+SELECT sex, COUNT(*) FROM students WHERE major IN ('CS') GROUP BY sex
+
+-- case: BETWEEN
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE class BETWEEN 1979 AND 1981
+
+-- case: BETWEEN SYMMETRIC with the bounds reversed
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE class BETWEEN SYMMETRIC 1981 AND 1979
+
+-- case: IS NOT NULL
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major IS NOT NULL
+
+-- case: NOT ... IS NULL reads as IS NOT NULL
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE NOT major IS NULL
+
+-- case: IS NULL selects nobody; the grouped answer is empty
+-- rows: 0
+SELECT major, COUNT(*) FROM students WHERE sex IS NULL GROUP BY major
+
+-- case: <>
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major <> 'EE'
+
+-- case: < and >=
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE class < 1981 AND class >= 1979
+
+-- case: > and <= and = together
+-- rows: 1
+SELECT COUNT(*), AVG(income) FROM students WHERE class > 1977 AND class <= 1980 AND sex = 'Male'
+
+-- case: decimal, exponent and negative numbers
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE class > -1 AND class < 1.99e3 AND class <> 1979.5
+
+-- case: parenthesized conditions
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE ((sex = 'Male') AND (class > 1977))
+
+-- case: dollar-quoted string
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major = $$CS$$
+
+-- ## GROUP BY
+
+-- case: GROUP BY ordinal
+-- rows: 4
+SELECT sex, major, COUNT(*) FROM students GROUP BY 1, 2
+
+-- case: GROUP BY ALL
+-- rows: 4
+SELECT sex, major, SUM(income) FROM students GROUP BY ALL
+
+-- case: grouping key not in the output
+-- rows: 2
+SELECT COUNT(*) FROM students GROUP BY major
+
+-- case: grouping key repeated
+-- rows: 2
+SELECT major, COUNT(*) FROM students GROUP BY major, major
+
+-- case: grouping on the integer dimension
+-- rows: 4
+SELECT class, COUNT(*) FROM students GROUP BY class
+
+-- ## ORDER BY, LIMIT, OFFSET
+
+-- case: ORDER BY alias
+-- rows: 2
+SELECT major AS m, COUNT(*) AS n FROM students GROUP BY m ORDER BY n
+
+-- case: ORDER BY ordinal
+-- rows: 4
+SELECT class, COUNT(*) FROM students GROUP BY class ORDER BY 1 DESC
+
+-- case: ORDER BY an aggregate expression of the output
+-- rows: 2
+SELECT major, AVG(income) FROM students GROUP BY major ORDER BY AVG(income) DESC
+
+-- case: ORDER BY a column name, DESC NULLS FIRST
+-- rows: 4
+SELECT class, SUM(income) FROM students GROUP BY class ORDER BY class DESC NULLS FIRST
+
+-- case: ORDER BY several keys, ASC NULLS LAST
+-- rows: 4
+SELECT sex, major, COUNT(*) FROM students GROUP BY sex, major ORDER BY sex ASC NULLS LAST, 2 DESC
+
+-- case: LIMIT
+-- rows: 2
+SELECT class, COUNT(*) FROM students GROUP BY class ORDER BY class LIMIT 2
+
+-- case: LIMIT and OFFSET
+-- rows: 1
+SELECT class, COUNT(*) FROM students GROUP BY class ORDER BY class LIMIT 1 OFFSET 3
+
+-- case: OFFSET past the end
+-- rows: 0
+SELECT class, COUNT(*) FROM students GROUP BY class OFFSET 10
+
+-- case: standard FETCH FIRST
+-- rows: 1
+SELECT major, COUNT(*) FROM students GROUP BY major ORDER BY major FETCH FIRST 1 ROWS ONLY
+
+-- ## other tables
+
+-- case: castro: the full P x M count table (sensitive cells come back suppressed)
+-- policy: castro
+-- rows: 15
+SELECT municipality, profession, COUNT(*), SUM(salary) FROM castro GROUP BY ALL ORDER BY 1, 2
+
+-- case: hospital: mean income per town
+-- policy: hospital
+-- rows: 6
+SELECT town, AVG(income) FROM hospital GROUP BY town ORDER BY town
+
+-- case: date compared with an ISO string
+-- policy: events
+-- rows: 1
+SELECT COUNT(*) FROM events WHERE day >= '2024-02-01'
+
+-- case: date and timestamp literals
+-- policy: events
+-- rows: 3
+SELECT region, SUM(amount) FROM events WHERE day BETWEEN DATE '2024-01-01' AND DATE '2024-03-31' AND seen_at < TIMESTAMP '2025-01-01 00:00:00' GROUP BY region
+
+-- case: boolean and double dimensions
+-- policy: events
+-- rows: 1
+SELECT COUNT(*), AVG(amount) FROM events WHERE member = true AND rating >= 2.5
