@@ -51,21 +51,24 @@ def protect(shape: QueryShape, grid: CellGrid, protection: Protection) -> Protec
                 qss.refusal_reason(row[0], protection.min_query_set_size, protection.allow_full_population)
             )
 
+    released, suppressed = Flag.RELEASED.value, Flag.SUPPRESSED.value
+    outputs = [(o.kind is OutputKind.KEY, o.index) for o in shape.outputs]
     rows: list[list[Any]] = []
     flags: list[list[str]] = []
     for r, keys in enumerate(grid.keys):
+        cells = grid.cells[r]
         values: list[Any] = []
         row_flags: list[str] = []
-        for output in shape.outputs:
-            if output.kind is OutputKind.KEY:
-                values.append(keys[output.index])
-                row_flags.append(Flag.RELEASED.value)
-            elif (r, output.index) in withheld:
+        for is_key, index in outputs:
+            if is_key:
+                values.append(keys[index])
+                row_flags.append(released)
+            elif (r, index) in withheld:
                 values.append(None)
-                row_flags.append(Flag.SUPPRESSED.value)
+                row_flags.append(suppressed)
             else:
-                values.append(grid.cells[r][output.index].value)
-                row_flags.append(Flag.RELEASED.value)
+                values.append(cells[index].value)
+                row_flags.append(released)
         rows.append(values)
         flags.append(row_flags)
 
@@ -82,11 +85,9 @@ def protect(shape: QueryShape, grid: CellGrid, protection: Protection) -> Protec
 
 def _ordering(shape: QueryShape, rows: list[list[Any]]) -> list[int]:
     """Row order computed on the protected values only: ordering by the hidden values
-    would leak how withheld cells compare. Rows first follow the group keys (the engine's
-    own order is arbitrary), then ORDER BY re-sorts them stably."""
-    order = list(range(len(rows)))
-    key_positions = [i for i, o in enumerate(shape.outputs) if o.kind is OutputKind.KEY]
-    order.sort(key=lambda i: [_sort_key(rows[i][p], nulls_first=False) for p in key_positions])
+    would leak how withheld cells compare. Rows arrive in group-key order (sorted
+    by the engine); ORDER BY re-sorts them stably."""
+    order = list(range(len(rows)))  # the backend returns rows in group-key order
     for item in reversed(shape.order_by):
         nulls = [i for i in order if rows[i][item.output] is None]
         present = [i for i in order if rows[i][item.output] is not None]
@@ -107,7 +108,7 @@ def _sort_key(value: Any, nulls_first: bool) -> tuple[int, str, Any]:
 def _notes(withheld: dict[tuple[int, int], str], grid: CellGrid, protection: Protection) -> list[str]:
     if not withheld:
         return []
-    total = len(grid.positions())
+    total = sum(len(row) for row in grid.cells)
     by_control: dict[str, int] = {}
     for control in withheld.values():
         by_control[control] = by_control.get(control, 0) + 1

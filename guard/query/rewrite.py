@@ -45,7 +45,15 @@ def _column(name: str) -> exp.Column:
 
 
 def rewrite(shape: QueryShape, info: TableInfo) -> Plan:
-    """Build the cell query for ``shape`` over the table described by ``info``."""
+    """Build the cell query for ``shape`` over the table described by ``info``.
+
+    With one row per privacy unit (checked when the snapshot was built) rows are units
+    and plain counts suffice. Otherwise the query first sums each unit's rows inside
+    each cell (GROUP BY keys, _uid), then aggregates those per-unit partials: counting
+    units is then a plain count, much cheaper than COUNT(DISTINCT), and each unit's
+    contribution to the cell is one number (what the sensitivity rules read).
+    """
+    per_unit = not info.one_row_per_unit
     projections: list[exp.Expr] = []
     key_slots = []
     for key in shape.group_by:
@@ -58,37 +66,58 @@ def rewrite(shape: QueryShape, info: TableInfo) -> Plan:
         counted = aggregate.column
         if counted not in unit_slot_of:
             unit_slot_of[counted] = len(projections)
-            projections.append(
-                exp.alias_(_unit_count(counted, info), f"__units_{len(unit_slot_of)}", quoted=True)
-            )
+            count = _units_from_partials(counted) if per_unit else _rows(counted)
+            projections.append(exp.alias_(count, f"__units_{len(unit_slot_of)}", quoted=True))
         unit_slots.append(unit_slot_of[counted])
 
     value_slots = []
     for i, aggregate in enumerate(shape.aggregates):
         value_slots.append(len(projections))
-        projections.append(exp.alias_(_aggregate(aggregate), f"__value_{i}", quoted=True))
+        value = _from_partials(aggregate) if per_unit else _aggregate(aggregate)
+        projections.append(exp.alias_(value, f"__value_{i}", quoted=True))
 
-    query = exp.select(*projections).from_(exp.to_table(shape.table, quoted=True))
+    source: exp.Expr = exp.to_table(shape.table, quoted=True)
     condition = _where(shape.predicates)
+    if per_unit:
+        source = _partials(shape, condition).subquery("__cells")
+        condition = None
+    query = exp.select(*projections).from_(source)
     if condition is not None:
         query = query.where(condition)
     if shape.group_by:
-        query = query.group_by(*(_column(k) for k in shape.group_by))
+        keys = [_column(k) for k in shape.group_by]
+        # rows leave the engine in group-key order (public values only): the engine's own
+        # order is arbitrary, and sorting here is far cheaper than in Python
+        query = query.group_by(*keys).order_by(*(exp.Ordered(this=k.copy(), nulls_first=False) for k in keys))
     return Plan(query, tuple(key_slots), tuple(value_slots), tuple(unit_slots))
 
 
-def _unit_count(column: str | None, info: TableInfo) -> exp.Expr:
-    if info.one_row_per_unit:
-        # one row per unit (checked when the snapshot was built): rows are units, and a
-        # plain count is much cheaper than a distinct count
-        return exp.Count(this=exp.Star() if column is None else _column(column))
-    distinct = exp.Count(this=exp.Distinct(expressions=[_column("_uid")]))
+def _partials(shape: QueryShape, condition: exp.Expr | None) -> exp.Select:
+    """One row per (cell, unit): the unit's row count, and per column its non-NULL
+    count and sum."""
+    columns = sorted({a.column for a in shape.aggregates if a.column is not None})
+    summed = {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
+    projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
+    projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
+    for column in columns:
+        projections.append(exp.alias_(exp.Count(this=_column(column)), f"__n_{column}", quoted=True))
+        if column in summed:
+            projections.append(exp.alias_(exp.Sum(this=_column(column)), f"__s_{column}", quoted=True))
+    inner = exp.select(*projections).from_(exp.to_table(shape.table, quoted=True))
+    if condition is not None:
+        inner = inner.where(condition)
+    return inner.group_by(*(_column(k) for k in shape.group_by), _column("_uid"))
+
+
+def _rows(column: str | None) -> exp.Expr:
+    return exp.Count(this=exp.Star() if column is None else _column(column))
+
+
+def _units_from_partials(column: str | None) -> exp.Expr:
     if column is None:
-        return distinct
-    return exp.Filter(
-        this=distinct,
-        expression=exp.Where(this=exp.Not(this=exp.Is(this=_column(column), expression=exp.Null()))),
-    )
+        return exp.Count(this=exp.Star())
+    has_value = exp.GT(this=_column(f"__n_{column}"), expression=exp.Literal.number(0))
+    return exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=has_value))
 
 
 def _aggregate(aggregate: Aggregate) -> exp.Expr:
@@ -100,6 +129,19 @@ def _aggregate(aggregate: Aggregate) -> exp.Expr:
     if aggregate.func is AggFunc.SUM:
         return exp.Sum(this=column)
     return exp.Avg(this=column)
+
+
+def _from_partials(aggregate: Aggregate) -> exp.Expr:
+    if aggregate.column is None:
+        return exp.Sum(this=_column("__rows"))
+    count = exp.Sum(this=_column(f"__n_{aggregate.column}"))
+    if aggregate.func is AggFunc.COUNT:
+        return count
+    total = exp.Sum(this=_column(f"__s_{aggregate.column}"))
+    if aggregate.func is AggFunc.SUM:
+        return total
+    as_double = exp.cast(total, exp.DataType.build("DOUBLE"))
+    return exp.Div(this=as_double, expression=exp.Nullif(this=count, expression=exp.Literal.number(0)))
 
 
 def _where(predicates: tuple[Predicate, ...]) -> exp.Expr | None:

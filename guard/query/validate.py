@@ -178,8 +178,7 @@ def _from_table(select: exp.Select, tables: tuple[Table, ...]) -> Table:
         or (name.lower() in _SYSTEM_SCHEMAS)
     ):
         raise QueryRejected(
-            "system catalogs are not available: the tables you may query are "
-            + _names(tables)
+            "system catalogs are not available: the tables you may query are " + _names(tables)
         )
     if qualifiers:
         raise QueryRejected(f"name the table without a schema or database: FROM {name}")
@@ -194,9 +193,7 @@ def _from_table(select: exp.Select, tables: tuple[Table, ...]) -> Table:
         declared = [t.name for t in tables]
         close = difflib.get_close_matches(name.lower(), [d.lower() for d in declared], n=1)
         hint = f" (did you mean {next(d for d in declared if d.lower() == close[0])!r}?)" if close else ""
-        raise QueryRejected(
-            f"unknown table {name!r}{hint}: the tables you may query are {_names(tables)}"
-        )
+        raise QueryRejected(f"unknown table {name!r}{hint}: the tables you may query are {_names(tables)}")
     return table
 
 

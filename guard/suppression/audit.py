@@ -1,0 +1,185 @@
+"""LP audit: what an attacker can infer about withheld cells from what was published.
+
+For a set ``S`` of withheld cells, the published table fixes every other cell at its
+value. An attacker knows the relations ``A x = 0`` and the a-priori bounds, so the
+feasibility interval of a withheld cell ``s`` is (seed 004, Definition 2; seed 002 §2.4.8)::
+
+    low_s  = min x_s   s.t.  A x = 0,  x_i = a_i (i not in S),  lb_i <= x_i <= ub_i
+    high_s = max x_s   (same constraints)
+
+solved with HiGHS (``scipy.optimize.linprog``). Withheld cells split into independent
+components (linked through relations); each LP only spans the component of its cell.
+To audit linked tables, audit their :func:`~guard.suppression.table.union` with
+:func:`linked_suppressed`: a cell released by any table is known to the attacker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+from guard.suppression.model import ProtectionLevels, required_levels
+from guard.suppression.table import Key, Table
+
+__all__ = ["Failure", "audit", "failures", "linked_suppressed"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A sensitive cell whose feasibility interval misses its protection levels.
+
+    ``needed_low = a - lower`` and ``needed_high = a + upper`` (levels capped at the
+    bounds); the cell is safe when ``low <= needed_low`` and ``high >= needed_high``.
+    Internal: holds hidden values, never put it in a message to an analyst.
+    """
+
+    key: Key
+    low: float
+    high: float
+    needed_low: float
+    needed_high: float
+
+
+def audit(
+    table: Table, suppressed: Iterable[Key], cells: Iterable[Key] | None = None
+) -> dict[Key, tuple[float, float]]:
+    """Feasibility interval ``(low, high)`` of each withheld cell (or of ``cells`` only).
+
+    ``low`` may be ``-inf`` and ``high`` ``+inf`` where the bounds allow. A cell of
+    ``cells`` that is published gets ``(a, a)``.
+
+    Raises:
+        ValueError: a key is not in the table, or the published values are
+            inconsistent with the relations (the LP is infeasible).
+    """
+    hidden = sorted({table.index(k) for k in suppressed})
+    targets = hidden if cells is None else sorted({table.index(k) for k in cells})
+    a = table.arrays[0]
+    result: dict[Key, tuple[float, float]] = {}
+    hidden_set = set(hidden)
+    for t in targets:
+        if t not in hidden_set:
+            result[table.keys[t]] = (float(a[t]), float(a[t]))
+    if not hidden:
+        return result
+    wanted = {t for t in targets if t in hidden_set}
+    for members, rows in _components(table, hidden):
+        goal = [i for i in members if i in wanted]
+        if not goal:
+            continue
+        intervals = _component_intervals(table, members, rows, goal)
+        for i, interval in zip(goal, intervals, strict=True):
+            result[table.keys[i]] = interval
+    return result
+
+
+def failures(
+    table: Table, suppressed: Iterable[Key], requirements: Mapping[Key, ProtectionLevels]
+) -> list[Failure]:
+    """The sensitive cells whose interval does not reach ``a - lower`` and ``a + upper``.
+
+    A sensitive cell that is not withheld fails with ``low = high = a``. A tolerance of
+    ``1e-6 * max(1, |a|, levels)`` absorbs LP round-off.
+
+    Raises:
+        ValueError: as :func:`audit` and :func:`~guard.suppression.model.required_levels`.
+    """
+    levels = required_levels(table, requirements)
+    hidden = set(suppressed)
+    intervals = audit(table, hidden, cells=[table.keys[i] for i in levels])
+    out: list[Failure] = []
+    for i, (upper, lower) in levels.items():
+        key = table.keys[i]
+        a = table.values[i]
+        low, high = intervals[key]
+        tol = 1e-6 * max(1.0, abs(a), upper, lower)
+        needed_low, needed_high = a - lower, a + upper
+        if not (low <= needed_low + tol and high >= needed_high - tol):
+            out.append(Failure(key, low, high, needed_low, needed_high))
+    return out
+
+
+def linked_suppressed(releases: Iterable[tuple[Table, Iterable[Key]]]) -> frozenset[Key]:
+    """Cells still hidden once several releases are combined: withheld in *every*
+    release that contains them (one release publishing a cell reveals it)."""
+    seen: set[Key] = set()
+    published: set[Key] = set()
+    for table, withheld in releases:
+        hidden = set(withheld)
+        for key in table.keys:
+            seen.add(key)
+            if key not in hidden:
+                published.add(key)
+    return frozenset(seen - published)
+
+
+def _components(table: Table, hidden: list[int]) -> list[tuple[list[int], list[int]]]:
+    """Withheld cells grouped by the relations that link them, each with the relations
+    that touch it (a relation's withheld cells all fall in one group)."""
+    parent = {i: i for i in hidden}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    matrix = table.matrix
+    touching: list[tuple[int, int]] = []
+    for r in range(matrix.shape[0]):
+        cols = matrix.indices[matrix.indptr[r] : matrix.indptr[r + 1]]
+        inside = [int(c) for c in cols if int(c) in parent]
+        if inside:
+            touching.append((r, inside[0]))
+            root = find(inside[0])
+            for c in inside[1:]:
+                other = find(c)
+                if other != root:
+                    parent[other] = root
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for i in hidden:
+        groups.setdefault(find(i), ([], []))[0].append(i)
+    for r, cell in touching:
+        groups[find(cell)][1].append(r)
+    return list(groups.values())
+
+
+def _component_intervals(
+    table: Table, members: list[int], rows: list[int], goal: list[int]
+) -> list[tuple[float, float]]:
+    a, lb, ub = table.arrays
+    if not rows:
+        return [(float(lb[i]), float(ub[i])) for i in goal]
+    bounds = list(zip(lb[members], ub[members], strict=True))
+    position = {i: k for k, i in enumerate(members)}
+    sub = table.matrix[rows]
+    known = np.ones(len(a), dtype=bool)
+    known[members] = False
+    # every other cell of these relations is published: withheld cells of other
+    # components never share a relation with this one
+    rhs = -(sub[:, known] @ a[known])
+    a_eq = sparse.csr_matrix(sub[:, members])
+    out: list[tuple[float, float]] = []
+    for i in goal:
+        c = np.zeros(len(members))
+        c[position[i]] = 1.0
+        low = _solve(c, a_eq, rhs, bounds)
+        high = -_solve(-c, a_eq, rhs, bounds)
+        out.append((low, high))
+    return out
+
+
+def _solve(
+    c: np.ndarray, a_eq: sparse.csr_matrix, rhs: np.ndarray, bounds: list[tuple[float, float]]
+) -> float:
+    res = linprog(c, A_eq=a_eq, b_eq=rhs, bounds=bounds, method="highs")
+    if res.status == 3:  # unbounded
+        return -math.inf
+    if res.status != 0:
+        raise ValueError(f"audit LP failed ({res.message}); published values inconsistent with relations")
+    return float(res.fun)

@@ -1,0 +1,182 @@
+"""The cheapest attacker deviation that moves one cell by a given amount, by LP.
+
+For a cell ``p``, a level ``L`` and a direction (up here)::
+
+    min  Σ_i c_i (d+_i + d-_i)
+    s.t. A (d+ - d-) = 0
+         0 <= d+_i <= ub_i - a_i,   0 <= d-_i <= a_i - lb_i      (0 for kept cells)
+         d+_p >= L,  d-_p = 0
+
+``a + d`` is then a table consistent with everything published except the support of
+``d``: withholding that support lets an attacker's interval for ``p`` reach ``a_p + L``.
+
+Solved by column generation so the LP stays small on large tables: it starts on ``p``,
+the cells sharing a relation with ``p`` and ``p``'s ancestors (the totals above it,
+which usually admit a deviation at once); phase 1 adds the cells with the most negative
+reduced cost of the infeasibility LP until a deviation exists, phase 2 the cells priced
+by the duals of the cost LP until none would lower the cost. The result is an optimum
+of the LP over all cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import OptimizeResult, linprog
+
+from guard.suppression.table import Table
+
+__all__ = ["DeviationProblem", "cheapest_deviation"]
+
+#: most cells added to a restricted LP per pricing round
+_BATCH = 128
+
+
+@dataclass(frozen=True)
+class DeviationProblem:
+    """The parts of a table that every deviation LP of one run shares."""
+
+    csr: sparse.csr_matrix
+    csc: sparse.csc_matrix
+    up_room: np.ndarray
+    down_room: np.ndarray
+    kept: np.ndarray
+    parents: dict[int, list[int]] = field(repr=False)
+
+    @classmethod
+    def of(cls, table: Table, kept: Set[int]) -> DeviationProblem:
+        a, lb, ub = table.arrays
+        parents: dict[int, list[int]] = {}
+        for relation in table.relations:
+            total = table.index(relation.total)
+            for m in relation.members:
+                parents.setdefault(table.index(m), []).append(total)
+        return cls(
+            csr=table.matrix,
+            csc=table.matrix.tocsc(),
+            up_room=ub - a,
+            down_room=a - lb,
+            kept=np.array(sorted(kept), dtype=int),
+            parents=parents,
+        )
+
+    def start(self, p: int) -> np.ndarray:
+        """``p``, the cells sharing a relation with it, and its ancestors."""
+        rows = self.csc.indices[self.csc.indptr[p] : self.csc.indptr[p + 1]]
+        seen = {p}
+        stack = [p]
+        while stack:
+            for parent in self.parents.get(stack.pop(), ()):
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        return np.union1d(np.unique(self.csr[rows].indices), np.fromiter(seen, dtype=int))
+
+
+_Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def cheapest_deviation(
+    problem: DeviationProblem, costs: np.ndarray, p: int, level: float, upward: bool
+) -> np.ndarray | None:
+    """The cheapest deviation moving cell ``p`` by ``level`` up (or down); None when no
+    deviation within the bounds can. ``costs`` are per unit of deviation (0 for cells
+    already withheld)."""
+    n = len(costs)
+    hi_plus = problem.up_room.copy()
+    hi_minus = problem.down_room.copy()
+    lo_plus = np.zeros(n)
+    lo_minus = np.zeros(n)
+    if len(problem.kept):
+        hi_plus[problem.kept] = 0.0
+        hi_minus[problem.kept] = 0.0
+    if upward:
+        lo_plus[p], hi_minus[p] = level, 0.0
+    else:
+        lo_minus[p], hi_plus[p] = level, 0.0
+    if (hi_plus < lo_plus).any() or (hi_minus < lo_minus).any():
+        return None
+    bounds = (lo_plus, hi_plus, lo_minus, hi_minus)
+    columns = problem.start(p)
+    zero = np.zeros(n)
+    tol = 1e-7 * max(1.0, level)
+    while True:  # phase 1: columns that admit a deviation at all
+        res, rows = _restricted(problem, columns, zero, bounds, slack=True)
+        if res.status == 0 and res.fun <= tol:
+            break
+        if res.status != 0:
+            return None
+        added = _price(problem, columns, rows, res.eqlin.marginals, zero, costs, bounds)
+        if not len(added):
+            return None
+        columns = np.union1d(columns, added)
+    while True:  # phase 2: the cheapest deviation over all cells
+        res, rows = _restricted(problem, columns, costs, bounds, slack=False)
+        if res.status != 0:
+            return None
+        added = _price(problem, columns, rows, res.eqlin.marginals, costs, costs, bounds)
+        if not len(added):
+            break
+        columns = np.union1d(columns, added)
+    k = len(columns)
+    deviation = np.zeros(n)
+    deviation[columns] = res.x[:k] - res.x[k : 2 * k]
+    return deviation
+
+
+def _restricted(
+    problem: DeviationProblem, columns: np.ndarray, c: np.ndarray, bounds: _Bounds, *, slack: bool
+) -> tuple[OptimizeResult, np.ndarray]:
+    """The LP over ``columns`` and the relations they touch; with ``slack``, the phase-1
+    LP minimising the violation of ``A d = 0``."""
+    sub = problem.csc[:, columns]
+    rows = np.unique(sub.indices)
+    part = sub[rows]
+    lo_plus, hi_plus, lo_minus, hi_minus = bounds
+    blocks = [part, -part]
+    lo = [lo_plus[columns], lo_minus[columns]]
+    hi = [hi_plus[columns], hi_minus[columns]]
+    cost = [c[columns], c[columns]]
+    if slack:
+        eye = sparse.identity(len(rows), format="csc")
+        blocks += [eye, -eye]
+        lo += [np.zeros(len(rows))] * 2
+        hi += [np.full(len(rows), np.inf)] * 2
+        cost = [np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2
+    res = linprog(
+        np.concatenate(cost),
+        A_eq=sparse.hstack(blocks).tocsr(),
+        b_eq=np.zeros(len(rows)),
+        bounds=np.column_stack([np.concatenate(lo), np.concatenate(hi)]),
+        method="highs",
+    )
+    return res, rows
+
+
+def _price(
+    problem: DeviationProblem,
+    columns: np.ndarray,
+    rows: np.ndarray,
+    duals: np.ndarray,
+    c: np.ndarray,
+    tiebreak: np.ndarray,
+    bounds: _Bounds,
+) -> np.ndarray:
+    """Cells outside ``columns`` whose deviation has a negative reduced cost
+    ``c_i -/+ (A^T y)_i``; at most ``_BATCH``, most negative (then cheapest) first.
+    Relations outside the restricted LP get dual 0, a valid optimal dual for it."""
+    y = np.zeros(problem.csc.shape[0])
+    y[rows] = duals
+    aty = problem.csr.T @ y
+    _, hi_plus, _, hi_minus = bounds
+    rc = np.minimum(np.where(hi_plus > 0, c - aty, np.inf), np.where(hi_minus > 0, c + aty, np.inf))
+    rc[columns] = np.inf
+    scale = max(1.0, float(np.abs(aty).max(initial=0.0)), float(c.max(initial=0.0)))
+    candidates = np.flatnonzero(rc < -1e-9 * scale)
+    if len(candidates) > _BATCH:
+        order = np.lexsort((tiebreak[candidates], rc[candidates]))
+        candidates = candidates[order[:_BATCH]]
+    return candidates

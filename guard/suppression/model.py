@@ -1,0 +1,150 @@
+"""Shared types of the suppression stage: protection requirements, options, results."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from guard.errors import QueryRefused
+from guard.suppression.table import Key, Table
+
+__all__ = [
+    "Levels",
+    "Method",
+    "Protection",
+    "ProtectionInfeasible",
+    "ProtectionLevels",
+    "SuppressionOptions",
+    "SuppressionResult",
+    "Weight",
+    "required_levels",
+]
+
+
+class ProtectionLevels(Protocol):
+    """Anything with upper/lower protection levels, e.g. :class:`guard.rules.RuleVerdict`."""
+
+    @property
+    def upper(self) -> float: ...
+
+    @property
+    def lower(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Protection:
+    """How far an attacker's feasibility interval for a sensitive cell must reach above
+    (``upper``) and below (``lower``) its true value, in the cell's unit."""
+
+    upper: float
+    lower: float
+
+
+#: per cell index: (upper level, lower level), capped at the cell's bounds
+Levels = dict[int, tuple[float, float]]
+
+
+def required_levels(table: Table, requirements: Mapping[Key, ProtectionLevels]) -> Levels:
+    """Protection levels by cell index, capped so they can be met at all.
+
+    An interval can never reach past a cell's a-priori bounds, so the levels are capped:
+    ``upper <= ub - a`` and ``lower <= a - lb``; a capped requirement is met when the
+    attacker's interval reaches the bound itself.
+
+    Raises:
+        ValueError: a key is not a cell of ``table``, or a level is negative or NaN.
+    """
+    levels: Levels = {}
+    for key, req in requirements.items():
+        if key not in table:
+            raise ValueError(f"sensitive cell {key!r} is not in the table")
+        if not (req.upper >= 0 and req.lower >= 0):
+            raise ValueError(f"protection levels of {key!r} must be >= 0")
+        i = table.index(key)
+        a, lb, ub = table.values[i], table.lower[i], table.upper[i]
+        levels[i] = (min(req.upper, ub - a), min(req.lower, a - lb))
+    return levels
+
+
+class Weight(Enum):
+    """Information loss of withholding a cell (the MILP's cost ``w_i``)."""
+
+    #: every withheld cell costs 1: fewest suppressions
+    COUNT = "count"
+    #: a cell costs its absolute value: least withheld mass (tau-ARGUS default)
+    VALUE = "value"
+
+
+class Method(Enum):
+    """How the complementary cells were chosen."""
+
+    #: the classic CSP MILP (seed 000), solved by HiGHS
+    OPTIMAL = "optimal"
+    #: one cheapest-deviation LP per sensitive cell and direction, then audit and repair
+    HEURISTIC = "heuristic"
+
+
+@dataclass(frozen=True)
+class SuppressionOptions:
+    """Settings of :func:`guard.suppression.suppress`.
+
+    Attributes:
+        weight: information-loss weight of a withheld cell.
+        method: force a method; None chooses OPTIMAL when
+            ``cells * sensitive cells <= optimal_limit``, else HEURISTIC.
+        optimal_limit: size threshold (cells times sensitive cells) for the MILP.
+        time_limit: seconds the MILP may run; past it, the best pattern found is used,
+            or the heuristic when none was found.
+        perturbation: costs are multiplied by ``1 + perturbation * u_i`` with
+            ``u_i ~ U[0, 1)`` from a secret seed, so the pattern is not a function of
+            the table alone (seed 004's matching attack). 0 makes the choice
+            deterministic: for tests and attack demonstrations only.
+        repair_rounds: audit-and-repair passes after the main method, to absorb
+            solver tolerances; a pattern still failing after them raises.
+    """
+
+    weight: Weight = Weight.VALUE
+    method: Method | None = None
+    optimal_limit: int = 20_000
+    time_limit: float = 10.0
+    perturbation: float = 0.5
+    repair_rounds: int = 3
+
+    def __post_init__(self) -> None:
+        if self.perturbation < 0:
+            raise ValueError("perturbation must be >= 0")
+        if self.time_limit <= 0:
+            raise ValueError("time_limit must be > 0 seconds")
+
+
+@dataclass(frozen=True)
+class SuppressionResult:
+    """The cells to withhold.
+
+    Attributes:
+        primary: the sensitive cells (and any cells the caller forced).
+        secondary: complementary cells withheld to protect them.
+        method: the method that produced the pattern (HEURISTIC also when the MILP
+            found nothing in time and the heuristic took over).
+        optimal: the MILP proved the pattern optimal for the perturbed costs.
+        cost: information loss ``Σ w_i`` over all withheld cells (unperturbed weights).
+        repaired: cells added by the audit-and-repair passes.
+    """
+
+    primary: frozenset[Key]
+    secondary: frozenset[Key]
+    method: Method
+    optimal: bool
+    cost: float
+    repaired: int = 0
+
+    @property
+    def suppressed(self) -> frozenset[Key]:
+        return self.primary | self.secondary
+
+
+class ProtectionInfeasible(QueryRefused):
+    """No pattern of withheld cells gives a sensitive cell its protection levels (the
+    bounds or the cells that must stay published leave too little room)."""
