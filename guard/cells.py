@@ -38,9 +38,6 @@ class CellGrid:
     keys: tuple[tuple[Any, ...], ...]
     cells: tuple[tuple[Cell, ...], ...]
 
-    def positions(self) -> list[tuple[int, int]]:
-        return [(r, a) for r, row in enumerate(self.cells) for a in range(len(row))]
-
 
 @dataclass(frozen=True)
 class Suppression:

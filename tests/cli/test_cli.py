@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,11 +126,15 @@ def test_demo_runs(tmp_path: Path) -> None:
     assert "358,000" in out and "QueryRefused" in out and "hash chain intact" in out
 
 
-@pytest.mark.skipif(shutil.which("guard") is None, reason="console script not installed")
+GUARD = shutil.which("guard", path=str(Path(sys.executable).parent)) or shutil.which("guard")
+
+
+@pytest.mark.skipif(GUARD is None, reason="console script not installed")
 def test_console_script(tmp_path: Path) -> None:
+    assert GUARD is not None
     done = subprocess.run(
         [
-            "guard",
+            GUARD,
             "query",
             "--policy",
             STUDENTS,
