@@ -52,11 +52,12 @@ class DuckDBBackend(Backend):
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        version = _policy_data_version(policy)
+        versions = _table_versions(policy)
+        version = hashlib.sha256("".join(versions.values()).encode()).hexdigest()
         folder = policy.state_dir / "snapshots"
         path = folder / f"{policy.name}-{version[:16]}.duckdb"
         if not path.exists():
-            _build_snapshot(policy, path)
+            _build_snapshot(policy, path, versions)
         try:
             self._connection = duckdb.connect(str(path), read_only=True, config=dict(_LOCKED))
         except duckdb.Error as exc:
@@ -110,28 +111,48 @@ class DuckDBBackend(Backend):
             self._connection.close()
 
 
-def _policy_data_version(policy: Policy) -> str:
-    digest = hashlib.sha256()
-    for table in policy.tables:
-        digest.update(_table_version(table).encode())
-    return digest.hexdigest()
+def _table_versions(policy: Policy) -> dict[str, str]:
+    """Fingerprint of each table: its declaration and its source file's bytes.
 
-
-def _table_version(table: Table) -> str:
-    """Fingerprint of a table's declaration and its source file's bytes."""
-    digest = hashlib.sha256()
-    declaration: list[object] = [table.name, table.privacy_unit, table.source.kind.value]
-    declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
-    digest.update(json.dumps(declaration).encode())
+    Hashing a multi-GB source on every open would cost seconds, so a file's digest is
+    cached in the state folder under its (path, size, modification time).
+    """
+    cache_path = policy.state_dir / "snapshots" / "fingerprints.json"
     try:
-        with table.source.path.open("rb") as handle:
+        cache: dict[str, dict[str, object]] = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    versions = {}
+    for table in policy.tables:
+        digest = hashlib.sha256()
+        declaration: list[object] = [table.name, table.privacy_unit, table.source.kind.value]
+        declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
+        digest.update(json.dumps(declaration).encode())
+        digest.update(_file_digest(table, cache).encode())
+        versions[table.name] = digest.hexdigest()
+    with contextlib.suppress(OSError):
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        cache_path.write_text(json.dumps(cache))
+    return versions
+
+
+def _file_digest(table: Table, cache: dict[str, dict[str, object]]) -> str:
+    path = table.source.path
+    try:
+        stat = path.stat()
+        entry = cache.get(str(path))
+        if entry and entry.get("size") == stat.st_size and entry.get("mtime_ns") == stat.st_mtime_ns:
+            return str(entry["sha256"])
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
             while chunk := handle.read(_HASH_CHUNK):
                 digest.update(chunk)
     except OSError as exc:
         raise PolicyError(
-            f"{table.name}: cannot read the source {table.source.path} ({exc.strerror}): "
+            f"{table.name}: cannot read the source {path} ({exc.strerror}): "
             f"fix tables.{table.name}.source in the policy"
         ) from None
+    cache[str(path)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest.hexdigest()}
     return digest.hexdigest()
 
 
@@ -144,7 +165,7 @@ def _source_sql(table: Table) -> str:
     return f"src.{_ident(table.source.table or table.name)}"
 
 
-def _build_snapshot(policy: Policy, path: Path) -> None:
+def _build_snapshot(policy: Policy, path: Path, versions: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
@@ -152,7 +173,7 @@ def _build_snapshot(policy: Policy, path: Path) -> None:
     try:
         con.execute("CREATE TABLE _guard_tables (name VARCHAR, info JSON)")
         for table in policy.tables:
-            _snapshot_table(con, policy, table)
+            _snapshot_table(con, policy, table, versions[table.name])
         con.execute("CHECKPOINT")
     except duckdb.Error as exc:
         con.close()
@@ -171,7 +192,7 @@ def _build_snapshot(policy: Policy, path: Path) -> None:
             old.unlink(missing_ok=True)
 
 
-def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table) -> None:
+def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table, version: str) -> None:
     attached = table.source.kind is SourceKind.DUCKDB
     if attached:
         con.execute(f"ATTACH {_literal(str(table.source.path))} AS src (READ_ONLY)")
@@ -213,10 +234,10 @@ def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table
     finally:
         if attached:
             con.execute("DETACH src")
-    _record_info(con, table)
+    _record_info(con, table, version)
 
 
-def _record_info(con: duckdb.DuckDBPyConnection, table: Table) -> None:
+def _record_info(con: duckdb.DuckDBPyConnection, table: Table, version: str) -> None:
     name = _ident(table.name)
     published = [c for c in table.columns if c.role is not Role.IDENTIFIER]
     types = {
@@ -234,6 +255,6 @@ def _record_info(con: duckdb.DuckDBPyConnection, table: Table) -> None:
         "units": units,
         "units_with_value": {c.name.lower(): n for c, n in zip(published, per_column, strict=True)},
         "one_row_per_unit": rows == units,
-        "data_version": _table_version(table),
+        "data_version": version,
     }
     con.execute("INSERT INTO _guard_tables VALUES (?, ?)", [table.name, json.dumps(info)])
