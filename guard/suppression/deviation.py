@@ -10,29 +10,33 @@ For a cell ``p``, a level ``L`` and a direction (up here)::
 ``a + d`` is then a table consistent with everything published except the support of
 ``d``: withholding that support lets an attacker's interval for ``p`` reach ``a_p + L``.
 
-Solved by column generation so the LP stays small on large tables: it starts on ``p``,
-the cells sharing a relation with ``p`` and ``p``'s ancestors (the totals above it,
-which usually admit a deviation at once); phase 1 adds the cells with the most negative
-reduced cost of the infeasibility LP until a deviation exists, phase 2 the cells priced
-by the duals of the cost LP until none would lower the cost. The result is an optimum
-of the LP over all cells.
+Solved by column generation so the LP stays small on large tables. It starts on a box
+around ``p``: per dimension j, ``p``'s own category, TOTAL, and the ``_WIDTH`` cheapest
+other categories along ``p``'s line in j; the box holds the hypercube patterns (p, its
+partners and the totals above it), so a deviation usually exists at once. Phase 1
+adds the cells with the most negative reduced cost of the infeasibility LP until a
+deviation exists, phase 2 the cells priced by the duals of the cost LP until none
+would lower the cost. The result is an optimum of the LP over all cells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
+import itertools
+from collections.abc import Hashable, Set
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
 from scipy.optimize import OptimizeResult, linprog
 
-from guard.suppression.table import Table
+from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["DeviationProblem", "cheapest_deviation"]
 
 #: most cells added to a restricted LP per pricing round
 _BATCH = 128
+#: other categories per dimension in the starting box
+_WIDTH = 3
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class DeviationProblem:
     down_room: np.ndarray
     kept: np.ndarray
     parents: dict[int, list[int]] = field(repr=False)
+    keys: dict[Key, int] = field(repr=False)
+    #: per (cell, dimension): the other cells of the cell's line in that dimension
+    lines: dict[tuple[Key, int], list[int]] = field(repr=False)
+    cell_keys: tuple[Key, ...] = field(repr=False)
 
     @classmethod
     def of(cls, table: Table, kept: Set[int]) -> DeviationProblem:
@@ -54,6 +62,10 @@ class DeviationProblem:
             total = table.index(relation.total)
             for m in relation.members:
                 parents.setdefault(table.index(m), []).append(total)
+        lines: dict[tuple[Key, int], list[int]] = {}
+        for i, key in enumerate(table.keys):
+            for j in range(len(key)):
+                lines.setdefault(((*key[:j], None, *key[j + 1 :]), j), []).append(i)
         return cls(
             csr=table.matrix,
             csc=table.matrix.tocsc(),
@@ -61,10 +73,14 @@ class DeviationProblem:
             down_room=a - lb,
             kept=np.array(sorted(kept), dtype=int),
             parents=parents,
+            keys={key: i for i, key in enumerate(table.keys)},
+            lines=lines,
+            cell_keys=table.keys,
         )
 
-    def start(self, p: int) -> np.ndarray:
-        """``p``, the cells sharing a relation with it, and its ancestors."""
+    def start(self, p: int, costs: np.ndarray) -> np.ndarray:
+        """``p``, the cells sharing a relation with it, its ancestors, and the box of
+        its category, TOTAL and the ``_WIDTH`` cheapest others in every dimension."""
         rows = self.csc.indices[self.csc.indptr[p] : self.csc.indptr[p + 1]]
         seen = {p}
         stack = [p]
@@ -73,6 +89,14 @@ class DeviationProblem:
                 if parent not in seen:
                     seen.add(parent)
                     stack.append(parent)
+        key = self.cell_keys[p]
+        choices: list[set[Hashable]] = []
+        for j in range(len(key)):
+            line = [i for i in self.lines[((*key[:j], None, *key[j + 1 :]), j)] if i != p]
+            line.sort(key=lambda i: costs[i])
+            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:_WIDTH])})
+        box = (self.keys.get(k) for k in itertools.product(*choices))
+        seen.update(i for i in box if i is not None)
         return np.union1d(np.unique(self.csr[rows].indices), np.fromiter(seen, dtype=int))
 
 
@@ -100,7 +124,7 @@ def cheapest_deviation(
     if (hi_plus < lo_plus).any() or (hi_minus < lo_minus).any():
         return None
     bounds = (lo_plus, hi_plus, lo_minus, hi_minus)
-    columns = problem.start(p)
+    columns = problem.start(p, costs)
     zero = np.zeros(n)
     tol = 1e-7 * max(1.0, level)
     while True:  # phase 1: columns that admit a deviation at all
