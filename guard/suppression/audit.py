@@ -24,7 +24,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from guard.suppression.model import ProtectionLevels, required_levels
-from guard.suppression.table import Key, Table
+from guard.suppression.table import K, Key, Table
 
 __all__ = ["Failure", "audit", "failures", "linked_suppressed"]
 
@@ -79,7 +79,7 @@ def audit(
 
 
 def failures(
-    table: Table, suppressed: Iterable[Key], requirements: Mapping[Key, ProtectionLevels]
+    table: Table, suppressed: Iterable[Key], requirements: Mapping[K, ProtectionLevels]
 ) -> list[Failure]:
     """The sensitive cells whose interval does not reach ``a - lower`` and ``a + upper``.
 

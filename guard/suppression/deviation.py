@@ -11,12 +11,15 @@ For a cell ``p``, a level ``L`` and a direction (up here)::
 ``d``: withholding that support lets an attacker's interval for ``p`` reach ``a_p + L``.
 
 Solved by column generation so the LP stays small on large tables. It starts on a box
-around ``p``: per dimension j, ``p``'s own category, TOTAL, and the ``_WIDTH`` cheapest
-other categories along ``p``'s line in j; the box holds the hypercube patterns (p, its
-partners and the totals above it), so a deviation usually exists at once. Phase 1
-adds the cells with the most negative reduced cost of the infeasibility LP until a
-deviation exists, phase 2 the cells priced by the duals of the cost LP until none
-would lower the cost. The result is an optimum of the LP over all cells.
+around ``p``: per dimension j, ``p``'s own category, TOTAL, and the cheapest other
+categories along ``p``'s line in j, as many as keep the box near ``_BOX`` cells, plus
+the cells already withheld (free to reuse). The box holds the
+hypercube patterns (p, its partners and the totals above it), so a deviation usually
+exists at once. Only when it
+does not, phase 1 adds the cells with the most negative reduced cost of the
+infeasibility LP until one does; phase 2 adds cells priced by the duals of the cost LP
+until none would lower the cost (or a round limit is hit). Without a round limit the
+result is an optimum of the LP over all cells.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ __all__ = ["DeviationProblem", "cheapest_deviation"]
 
 #: most cells added to a restricted LP per pricing round
 _BATCH = 128
-#: other categories per dimension in the starting box
-_WIDTH = 3
+#: about how many cells the starting box holds
+_BOX = 256
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,14 @@ class DeviationProblem:
             cell_keys=table.keys,
         )
 
-    def start(self, p: int, costs: np.ndarray) -> np.ndarray:
-        """``p``, the cells sharing a relation with it, its ancestors, and the box of
-        its category, TOTAL and the ``_WIDTH`` cheapest others in every dimension."""
+    def start(
+        self, p: int, costs: np.ndarray, hidden: Set[int] = frozenset(), distant: bool = True
+    ) -> np.ndarray:
+        """``p``, the cells sharing a relation with it, its ancestors, the box of its
+        category, TOTAL and the cheapest others in every dimension (by ``costs``), about
+        ``_BOX`` cells in all, and the ``hidden`` cells, free to reuse: all of them when
+        ``distant`` (a cycle through a far withheld cell is often the cheapest), else
+        those sharing a relation with the rest (smaller LPs, more suppression)."""
         rows = self.csc.indices[self.csc.indptr[p] : self.csc.indptr[p + 1]]
         seen = {p}
         stack = [p]
@@ -90,25 +98,46 @@ class DeviationProblem:
                     seen.add(parent)
                     stack.append(parent)
         key = self.cell_keys[p]
+        width = max(1, round(_BOX ** (1 / max(1, len(key)))) - 2)
         choices: list[set[Hashable]] = []
         for j in range(len(key)):
             line = [i for i in self.lines[((*key[:j], None, *key[j + 1 :]), j)] if i != p]
             line.sort(key=lambda i: costs[i])
-            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:_WIDTH])})
+            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:width])})
         box = (self.keys.get(k) for k in itertools.product(*choices))
         seen.update(i for i in box if i is not None)
-        return np.union1d(np.unique(self.csr[rows].indices), np.fromiter(seen, dtype=int))
+        start = np.union1d(np.unique(self.csr[rows].indices), np.fromiter(seen, dtype=int))
+        if not hidden:
+            return start
+        if distant:
+            return np.union1d(start, np.fromiter(hidden, dtype=int))
+        near = np.unique(self.csr[np.unique(self.csc[:, start].indices)].indices)
+        mask = np.zeros(len(self.up_room), dtype=bool)
+        mask[list(hidden)] = True
+        return np.union1d(start, near[mask[near]])
 
 
 _Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def cheapest_deviation(
-    problem: DeviationProblem, costs: np.ndarray, p: int, level: float, upward: bool
+    problem: DeviationProblem,
+    costs: np.ndarray,
+    p: int,
+    level: float,
+    upward: bool,
+    *,
+    hidden: Set[int] = frozenset(),
+    distant: bool = True,
+    rounds: int | None = None,
 ) -> np.ndarray | None:
     """The cheapest deviation moving cell ``p`` by ``level`` up (or down); None when no
-    deviation within the bounds can. ``costs`` are per unit of deviation (0 for cells
-    already withheld)."""
+    deviation within the bounds can.
+
+    ``costs`` are per unit of deviation (0 for cells already withheld); the ``hidden``
+    cells join the starting box (only those near it unless ``distant``). ``rounds``
+    caps the pricing rounds once the LP is feasible: the deviation returned is then
+    valid but may not be the cheapest (None: price until it is the cheapest overall)."""
     n = len(costs)
     hi_plus = problem.up_room.copy()
     hi_minus = problem.down_room.copy()
@@ -124,27 +153,36 @@ def cheapest_deviation(
     if (hi_plus < lo_plus).any() or (hi_minus < lo_minus).any():
         return None
     bounds = (lo_plus, hi_plus, lo_minus, hi_minus)
-    columns = problem.start(p, costs)
+    columns = problem.start(p, costs, hidden, distant)
+    done = 0
     zero = np.zeros(n)
     tol = 1e-7 * max(1.0, level)
-    while True:  # phase 1: columns that admit a deviation at all
+    res, rows = _restricted(problem, columns, costs, bounds, slack=False)
+    while res.status != 0:  # phase 1, only when the start admits no deviation
+        if res.status != 2:  # not "infeasible": the solver failed
+            return None
         res, rows = _restricted(problem, columns, zero, bounds, slack=True)
-        if res.status == 0 and res.fun <= tol:
-            break
         if res.status != 0:
             return None
+        if res.fun <= tol:  # feasible up to round-off: keep this deviation
+            rounds = 0
+            break
         added = _price(problem, columns, rows, res.eqlin.marginals, zero, costs, bounds)
         if not len(added):
             return None
         columns = np.union1d(columns, added)
-    while True:  # phase 2: the cheapest deviation over all cells
         res, rows = _restricted(problem, columns, costs, bounds, slack=False)
-        if res.status != 0:
-            return None
+    while True:  # phase 2: price cheaper cells in
+        if rounds is not None and done >= rounds:
+            break
+        done += 1
         added = _price(problem, columns, rows, res.eqlin.marginals, costs, costs, bounds)
         if not len(added):
             break
         columns = np.union1d(columns, added)
+        res, rows = _restricted(problem, columns, costs, bounds, slack=False)
+        if res.status != 0:
+            return None
     k = len(columns)
     deviation = np.zeros(n)
     deviation[columns] = res.x[:k] - res.x[k : 2 * k]

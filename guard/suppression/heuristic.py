@@ -1,16 +1,28 @@
-"""Fast complementary suppression for large tables: one cheapest-deviation LP per
-sensitive cell and direction (in the spirit of Castro's network-flow heuristic, but on
-the generic relations ``A x = 0``, so it also serves 3-D and hierarchical tables).
+"""Fast complementary suppression for large tables: one small LP per sensitive cell and
+direction (in the spirit of Castro's network-flow heuristic, but on the generic
+relations ``A x = 0``, so it also serves 3-D and hierarchical tables).
 
-For each sensitive cell ``p``, largest protection first, and each direction with a
-positive level ``L``: find the cheapest deviation ``d`` that moves ``p`` by ``L``
-(:func:`~guard.suppression.deviation.cheapest_deviation`, with cost 0 on cells
-already withheld, so cycles found for earlier cells are reused) and withhold its
-support. ``a + d`` is then a table consistent with the release in which ``p`` sits
-``L`` away, so the audit interval of ``p`` reaches that far, and withholding more cells
-later can only widen it. Each deviation is kept as a certificate: when an earlier
-deviation, scaled (and possibly reversed), already moves ``p`` far enough within the
-bounds, no LP is needed for that direction.
+Sensitive cells are taken largest protection first. For each cell ``p`` and each
+direction with a positive level ``L``:
+
+1. if a deviation found earlier (a :class:`~guard.suppression.certificates.Certificates`
+   entry), scaled and possibly reversed, already moves ``p`` by ``L`` within the bounds,
+   ``p`` is protected that way and nothing is solved;
+2. otherwise the cheapest deviation moving ``p`` by ``L``
+   (:func:`~guard.suppression.deviation.cheapest_deviation`) over a box of cells
+   around ``p`` plus the cells already withheld (cost 0, so earlier patterns are
+   reused; with ``distant`` off only those sharing a relation with the box), widened
+   by pricing only when that admits no deviation; its support is withheld and it is
+   kept as a certificate.
+
+The LP prices deviation per unit, not per withheld cell, so it may spread a deviation
+over more cells than a minimal pattern. Measured on random tables with 5 % sensitive
+cells: 2-D 10 x 10 and 15 x 15, information loss 8-35 % above the proven optimum; 3-D
+5 x 6 x 5, no worse than the MILP's best pattern after its 5-second limit.
+
+``a + d`` is then consistent with everything published while ``p`` sits ``L`` away,
+so the audit interval of ``p`` reaches that far; withholding more cells later only
+widens it.
 """
 
 from __future__ import annotations
@@ -19,26 +31,32 @@ from collections.abc import Set
 
 import numpy as np
 
+from guard.suppression.certificates import Certificates
 from guard.suppression.deviation import DeviationProblem, cheapest_deviation
 from guard.suppression.model import Levels, ProtectionInfeasible
 from guard.suppression.table import Table
 
 __all__ = ["solve_heuristic"]
 
-#: a deviation is a certificate over its support: (cell indices, deviations)
-_Certificate = tuple[np.ndarray, np.ndarray]
+#: pricing rounds per deviation LP once it is feasible (0: the box and the nearby
+#: withheld cells are enough in practice, and each round costs an LP)
+_ROUNDS = 0
 
 
 def solve_heuristic(
     table: Table,
     levels: Levels,
     costs: np.ndarray,
+    certificates: Certificates,
     *,
     suppressed: Set[int] = frozenset(),
     kept: Set[int] = frozenset(),
+    distant: bool = True,
 ) -> frozenset[int]:
     """Withheld cell indices: ``suppressed``, every sensitive cell, and the
-    complementary cells the deviation LPs pick.
+    complementary cells chosen for them. Each deviation found is added to
+    ``certificates``. ``distant``: every LP may reuse every withheld cell, not only
+    those near its box (see :attr:`SuppressionOptions.reuse_distant`).
 
     Raises:
         ProtectionInfeasible: a sensitive cell cannot reach a protection level even
@@ -46,15 +64,15 @@ def solve_heuristic(
     """
     problem = DeviationProblem.of(table, kept)
     hidden = set(suppressed) | set(levels)
-    found: list[_Certificate] = []
-    by_cell: dict[int, list[int]] = {}
+    c = costs.copy()
+    c[list(hidden)] = 0.0
     for p in sorted(levels, key=lambda p: (-max(levels[p]), p)):
         for level, upward in zip(levels[p], (True, False), strict=True):
-            if level <= 0 or _covered(problem, found, by_cell.get(p, ()), p, level, upward):
+            if certificates.covers(p, level, upward):
                 continue
-            c = costs.copy()
-            c[list(hidden)] = 0.0
-            deviation = cheapest_deviation(problem, c, p, level, upward)
+            deviation = cheapest_deviation(
+                problem, c, p, level, upward, hidden=hidden, distant=distant, rounds=_ROUNDS
+            )
             if deviation is None:
                 raise ProtectionInfeasible(
                     f"sensitive cell {table.keys[p]!r} cannot be given its protection levels even "
@@ -62,29 +80,6 @@ def solve_heuristic(
                 )
             support = np.flatnonzero(np.abs(deviation) > 1e-9 * max(1.0, level))
             hidden.update(int(i) for i in support)
-            for i in support:
-                by_cell.setdefault(int(i), []).append(len(found))
-            found.append((support, deviation[support]))
+            c[support] = 0.0
+            certificates.add(support, deviation[support], hidden)
     return frozenset(hidden)
-
-
-def _covered(
-    problem: DeviationProblem,
-    found: list[_Certificate],
-    candidates: list[int] | tuple[()],
-    p: int,
-    level: float,
-    upward: bool,
-) -> bool:
-    """Whether a deviation found earlier, scaled to move ``p`` by ``level`` in the
-    wanted direction, stays within every cell's bounds (its support is withheld)."""
-    for k in candidates:
-        support, values = found[k]
-        at_p = float(values[np.searchsorted(support, p)])
-        scaled = values * ((level if upward else -level) / at_p)
-        slack = 1e-9 * max(1.0, level)
-        if np.all(scaled <= problem.up_room[support] + slack) and np.all(
-            -scaled <= problem.down_room[support] + slack
-        ):
-            return True
-    return False

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Protocol
 
 from guard.errors import QueryRefused
-from guard.suppression.table import Key, Table
+from guard.suppression.table import K, Key, Table
 
 __all__ = [
     "Levels",
@@ -46,7 +46,7 @@ class Protection:
 Levels = dict[int, tuple[float, float]]
 
 
-def required_levels(table: Table, requirements: Mapping[Key, ProtectionLevels]) -> Levels:
+def required_levels(table: Table, requirements: Mapping[K, ProtectionLevels]) -> Levels:
     """Protection levels by cell index, capped so they can be met at all.
 
     An interval can never reach past a cell's a-priori bounds, so the levels are capped:
@@ -95,22 +95,35 @@ class SuppressionOptions:
         method: force a method; None chooses OPTIMAL when
             ``cells * sensitive cells <= optimal_limit``, else HEURISTIC.
         optimal_limit: size threshold (cells times sensitive cells) for the MILP.
-        time_limit: seconds the MILP may run; past it, the best pattern found is used,
-            or the heuristic when none was found.
+        time_limit: seconds the MILP may run; past it, the best pattern found is
+            compared with the heuristic's and the cheaper kept.
         perturbation: costs are multiplied by ``1 + perturbation * u_i`` with
             ``u_i ~ U[0, 1)`` from a secret seed, so the pattern is not a function of
             the table alone (seed 004's matching attack). 0 makes the choice
             deterministic: for tests and attack demonstrations only.
         repair_rounds: audit-and-repair passes after the main method, to absorb
             solver tolerances; a pattern still failing after them raises.
+        reuse_distant: each heuristic LP may route through every cell withheld so
+            far, not only those sharing a relation with its neighbourhood: markedly
+            fewer suppressions on n-D tables (about 30 % on a 10 000-cell 3-D table),
+            at much larger LPs (there 90 s instead of 5 s); no difference on 2-D
+            tables. None (default): only for tables of at most ``distant_limit`` cells.
+        distant_limit: table size (cells) up to which ``reuse_distant=None`` reuses
+            every withheld cell.
     """
 
     weight: Weight = Weight.VALUE
     method: Method | None = None
-    optimal_limit: int = 20_000
-    time_limit: float = 10.0
+    optimal_limit: int = 5_000
+    time_limit: float = 5.0
     perturbation: float = 0.5
     repair_rounds: int = 3
+    reuse_distant: bool | None = None
+    distant_limit: int = 5_000
+
+    def reuses_distant(self, cells: int) -> bool:
+        """Whether the heuristic reuses every withheld cell for a table of ``cells``."""
+        return self.reuse_distant if self.reuse_distant is not None else cells <= self.distant_limit
 
     def __post_init__(self) -> None:
         if self.perturbation < 0:

@@ -15,11 +15,12 @@ small (a much tighter LP relaxation, and finite when ``ub = +inf``). The cap is 
 it only shrinks the deviations the model may use, so every pattern it accepts is
 accepted by the true-bounds audit. It may miss a cheaper pattern that needs larger
 deviations elsewhere; the caller falls back to the heuristic when the model is
-infeasible. ``c_i`` are the (perturbed) costs; sensitive cells and cells the caller
+infeasible or not solved in time. ``c_i`` are the (perturbed) costs; sensitive cells and cells the caller
 forces have ``y = 1``, cells that must stay published ``y = 0``.
 
 Size: ``cells * (1 + 2 * sensitive)`` variables, so this is for small and medium
-tables; see :mod:`guard.suppression.secondary` for the threshold.
+tables (threshold in :mod:`guard.suppression.secondary`). The optimal ``d`` vectors
+are returned too: they certify the pattern (:mod:`~guard.suppression.certificates`).
 """
 
 from __future__ import annotations
@@ -34,15 +35,34 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from guard.suppression.model import Levels
 from guard.suppression.table import Table
 
-__all__ = ["OptimalOutcome", "solve_optimal"]
+__all__ = ["CspModel", "OptimalOutcome", "solve_csp", "solve_optimal"]
+
+
+@dataclass(frozen=True)
+class CspModel:
+    """The MILP's data over ``n`` columns (cells) and ``m`` relation rows.
+
+    ``levels`` maps column indices of sensitive cells to ``(upper, lower)`` (capped at
+    the bounds); ``forced`` columns are withheld, ``kept`` columns published.
+    """
+
+    matrix: sparse.csr_matrix
+    up_room: np.ndarray
+    down_room: np.ndarray
+    costs: np.ndarray
+    levels: Levels
+    forced: Set[int] = frozenset()
+    kept: Set[int] = frozenset()
 
 
 @dataclass(frozen=True)
 class OptimalOutcome:
-    """Withheld cell indices, and whether HiGHS proved them optimal."""
+    """Withheld columns; whether HiGHS proved them optimal; and for each sensitive
+    column and direction (True = up) the attacker deviation that certifies it."""
 
     suppressed: frozenset[int]
     proven: bool
+    deviations: dict[tuple[int, bool], np.ndarray]
 
 
 def solve_optimal(
@@ -54,69 +74,66 @@ def solve_optimal(
     kept: Set[int] = frozenset(),
     time_limit: float = 10.0,
 ) -> OptimalOutcome | None:
-    """Solve the MILP; None when HiGHS finds no pattern (infeasible, or time out).
-
-    ``levels`` maps each sensitive cell index to ``(upper, lower)`` (already capped at
-    the bounds); ``forced`` cells are withheld, ``kept`` cells published.
-    """
+    """Solve the MILP over the whole table; None when HiGHS finds no pattern
+    (the capped model is infeasible, or time ran out before a first pattern)."""
     a, lb, ub = table.arrays
-    n = len(a)
-    up_room = ub - a
-    down_room = a - lb
-    fixed_one = set(levels) | set(forced)
-    blocks: list[tuple[int, float, bool]] = []  # (cell, level, upward)
-    for p, (upper, lower) in levels.items():
-        if upper > 0:
-            blocks.append((p, upper, True))
-        if lower > 0:
-            blocks.append((p, lower, False))
+    model = CspModel(table.matrix, ub - a, a - lb, costs, levels, forced, kept)
+    return solve_csp(model, time_limit)
 
+
+def solve_csp(model: CspModel, time_limit: float) -> OptimalOutcome | None:
+    """Solve one :class:`CspModel`; None when no pattern was found."""
+    n = len(model.costs)
+    m = model.matrix.shape[0]
+    fixed_one = set(model.levels) | set(model.forced)
+    kept = sorted(model.kept)
+    blocks = [
+        (p, level, up)
+        for p, lv in model.levels.items()
+        for level, up in zip(lv, (True, False), strict=True)
+        if level > 0
+    ]
     y_lb = np.zeros(n)
     y_ub = np.ones(n)
     y_lb[list(fixed_one)] = 1.0
-    y_ub[list(kept)] = 0.0
-    free = np.array([i for i in range(n) if i not in fixed_one and i not in kept], dtype=int)
+    y_ub[kept] = 0.0
+    free = np.array([i for i in range(n) if i not in fixed_one and i not in model.kept], dtype=int)
 
     q = len(blocks)
-    eq = sparse.hstack(
-        [sparse.csr_matrix((q * table.matrix.shape[0], n)), sparse.block_diag([table.matrix] * q)]
-    )
+    eq = sparse.hstack([sparse.csr_matrix((q * m, n)), sparse.block_diag([model.matrix] * q)])
     lo = [y_lb]
     hi = [y_ub]
-    link_rows: list[sparse.coo_matrix] = []
+    links: list[sparse.coo_matrix] = []
     for k, (p, level, upward) in enumerate(blocks):
-        cap = max(levels[p])
-        u = np.minimum(up_room, cap)
-        d = np.minimum(down_room, cap)
-        d_lo, d_hi = -d.copy(), u.copy()
-        d_lo[list(kept)] = 0.0
-        d_hi[list(kept)] = 0.0
+        cap = max(model.levels[p])
+        u = np.minimum(model.up_room, cap)
+        d = np.minimum(model.down_room, cap)
+        d_lo, d_hi = -d, u.copy()
+        d_lo[kept] = 0.0
+        d_hi[kept] = 0.0
         if upward:
             d_lo[p] = level
         else:
             d_hi[p] = -level
         lo.append(d_lo)
         hi.append(d_hi)
-        link_rows.append(_linking(n, q, k, free, u, d))
+        links.append(_linking(n, q, k, free, u, d))
 
-    c = np.concatenate([costs, np.zeros(q * n)])
     constraints = [LinearConstraint(eq, 0.0, 0.0)]
-    if link_rows and len(free):
-        link = sparse.vstack(link_rows).tocsr()
-        constraints.append(LinearConstraint(link, -np.inf, 0.0))
-    integrality = np.concatenate([np.ones(n), np.zeros(q * n)])
+    if links and len(free):
+        constraints.append(LinearConstraint(sparse.vstack(links).tocsr(), -np.inf, 0.0))
     res = milp(
-        c,
-        integrality=integrality,
+        np.concatenate([model.costs, np.zeros(q * n)]),
+        integrality=np.concatenate([np.ones(n), np.zeros(q * n)]),
         bounds=Bounds(np.concatenate(lo), np.concatenate(hi)),
         constraints=constraints,
         options={"time_limit": time_limit, "disp": False},
     )
     if res.x is None:
         return None
-    y = res.x[:n]
-    chosen = frozenset(int(i) for i in np.flatnonzero(y > 0.5)) | frozenset(fixed_one)
-    return OptimalOutcome(chosen, proven=res.status == 0)
+    chosen = frozenset(int(i) for i in np.flatnonzero(res.x[:n] > 0.5)) | frozenset(fixed_one)
+    deviations = {(p, up): res.x[n * (k + 1) : n * (k + 2)] for k, (p, _, up) in enumerate(blocks)}
+    return OptimalOutcome(chosen, proven=res.status == 0, deviations=deviations)
 
 
 def _linking(n: int, q: int, block: int, free: np.ndarray, u: np.ndarray, d: np.ndarray) -> sparse.coo_matrix:

@@ -33,11 +33,12 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from typing import TypeVar
 
 import numpy as np
 from scipy import sparse
 
-__all__ = ["TOTAL", "Key", "Margin", "Relation", "Table", "derive_relations", "union"]
+__all__ = ["TOTAL", "K", "Key", "Margin", "Relation", "Table", "derive_relations", "union"]
 
 
 class Margin(Enum):
@@ -53,6 +54,11 @@ class Margin(Enum):
 TOTAL = Margin.TOTAL
 
 Key = tuple[Hashable, ...]
+#: any key type: mappings are invariant in their keys, so APIs taking a mapping of
+#: cells are generic (a ``dict[tuple[str, str], float]`` is not a ``Mapping[Key, float]``)
+K = TypeVar("K", bound=Key)
+_L = TypeVar("_L", bound=Key)
+_U = TypeVar("_U", bound=Key)
 
 #: relative tolerance when checking that relations add up and merged cells agree
 _REL_TOL = 1e-9
@@ -138,10 +144,10 @@ class Table:
     @classmethod
     def from_cells(
         cls,
-        values: Mapping[Key, float],
+        values: Mapping[K, float],
         *,
-        lower: Mapping[Key, float] | None = None,
-        upper: Mapping[Key, float] | None = None,
+        lower: Mapping[_L, float] | None = None,
+        upper: Mapping[_U, float] | None = None,
         relations: Iterable[Relation] | None = None,
     ) -> Table:
         """A table of ``values``; relations derived from the keys unless given.
@@ -153,8 +159,8 @@ class Table:
                 tuple, or a relation does not add up (see the module docstring).
         """
         keys = tuple(values)
-        lo = lower or {}
-        hi = upper or {}
+        lo: dict[Key, float] = {k: v for k, v in (lower or {}).items()}
+        hi: dict[Key, float] = {k: v for k, v in (upper or {}).items()}
         rels = derive_relations(keys) if relations is None else tuple(relations)
         return cls(
             keys=keys,
@@ -171,11 +177,19 @@ class Table:
         return key in self._index
 
     def index(self, key: Key) -> int:
-        """Position of ``key``. Raises KeyError for an unknown cell."""
-        return self._index[key]
+        """Position of ``key``.
+
+        Raises:
+            ValueError: ``key`` is not a cell of this table.
+        """
+        try:
+            return self._index[key]
+        except KeyError:
+            raise ValueError(f"{key!r} is not a cell of this table") from None
 
     def value(self, key: Key) -> float:
-        return self.values[self._index[key]]
+        """Value of the cell ``key``. Raises ValueError for an unknown cell."""
+        return self.values[self.index(key)]
 
     def with_relations(self, extra: Iterable[Relation]) -> Table:
         """This table with more relations (duplicates dropped)."""
