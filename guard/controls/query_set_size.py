@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from guard.cells import Cell, CellGrid, Suppression
 
-__all__ = ["NAME", "SizeVerdict", "check_cell", "query_set_size"]
+__all__ = ["NAME", "SizeVerdict", "check_cell", "query_set_size", "releasable"]
 
 NAME = "query-set-size"
 
@@ -27,28 +27,27 @@ class SizeVerdict:
     too_small: bool = False
 
 
+def releasable(units: int, population: int, k: int, allow_full_population: bool = True) -> bool:
+    """k <= units, and at least k outside the cell (or nobody, when that is allowed)."""
+    outside = population - units
+    return units >= k and (outside >= k or (outside == 0 and allow_full_population))
+
+
 def check_cell(cell: Cell, k: int, allow_full_population: bool = True) -> SizeVerdict:
     """Whether one cell passes; ``too_small`` tells which bound failed when it does not."""
-    if cell.units < k:
-        return SizeVerdict(False, too_small=True)
-    outside = cell.population - cell.units
-    if outside == 0 and allow_full_population:
+    if releasable(cell.units, cell.population, k, allow_full_population):
         return SizeVerdict(True)
-    if outside < k:
-        return SizeVerdict(False, too_small=False)
-    return SizeVerdict(True)
+    return SizeVerdict(False, too_small=cell.units < k)
 
 
 def query_set_size(grid: CellGrid, k: int, allow_full_population: bool = True) -> list[Suppression]:
-    """The cells of ``grid`` the control withholds (the same test as :func:`check_cell`,
-    inlined: this runs once per cell of every answer)."""
-    withheld = []
-    for r, row in enumerate(grid.cells):
-        for a, cell in enumerate(row):
-            outside = cell.population - cell.units
-            if cell.units < k or (outside < k and not (outside == 0 and allow_full_population)):
-                withheld.append(Suppression(r, a, NAME))
-    return withheld
+    """The cells of ``grid`` the control withholds."""
+    return [
+        Suppression(r, a, NAME)
+        for r, row in enumerate(grid.cells)
+        for a, cell in enumerate(row)
+        if not releasable(cell.units, cell.population, k, allow_full_population)
+    ]
 
 
 def refusal_reason(cell: Cell, k: int, allow_full_population: bool = True) -> str:
