@@ -1,7 +1,8 @@
 """Stage 3: read each clause of a validated SELECT into a :class:`QueryShape`.
 
 Column roles are enforced here: identifiers nowhere, measures only inside COUNT/SUM/AVG,
-WHERE and GROUP BY only on dimensions, compared with plain constants. Restricting
+WHERE and GROUP BY (with ROLLUP, CUBE, GROUPING SETS: :mod:`grouping`) only on
+dimensions, compared with plain constants. Restricting
 predicates to public columns makes every refusal a function of public data, so a refusal
 never leaks a confidential value (../shared/AUDITING.md).
 """
@@ -13,12 +14,14 @@ import difflib
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
 from guard.errors import QueryRejected
 from guard.policy.model import Column, Limits, Role, Table
+from guard.query.grouping import expand_group_by
 from guard.query.shape import (
     AggFunc,
     Aggregate,
@@ -68,12 +71,26 @@ _COMPARISONS: dict[type[exp.Expr], PredOp] = {
 # `5 < x` reads as `x > 5`
 _MIRRORED = {PredOp.LT: PredOp.GT, PredOp.LE: PredOp.GE, PredOp.GT: PredOp.LT, PredOp.GE: PredOp.LE}
 _PATTERN_MATCH = (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo, exp.Glob)
-_GROUPING_SETS = (exp.Rollup, exp.Cube, exp.GroupingSets)
 # Numbers an analyst may compare with: what the engine's widest integer (HUGEINT) holds.
 # Larger literals fail in the engine, and Python refuses to print ints over 4300 digits.
 _MAX_INTEGER = 2**127 - 1
 # LIMIT, OFFSET and ordinals are ASCII digits (str.isdigit also accepts '²', which int() does not).
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    """A GROUPING(key) output: whether ``key`` is rolled up in a row."""
+
+    column: Column
+
+    @property
+    def label(self) -> str:
+        return f"grouping({self.column.name})"
+
+
+#: what one output column selects
+_Item = Aggregate | Column | _Grouping
 
 
 class _Scope:
@@ -141,7 +158,7 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
     alias = from_.this.alias or None
     scope = _Scope(table, alias, types)
     projections = _projections(select, scope)
-    group_by = _group_by(select, scope, projections)
+    group_by, grouping_sets = _group_by(select, scope, projections)
     predicates = _where(select, scope, limits)
 
     aggregates: list[Aggregate] = []
@@ -151,6 +168,14 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
             if item not in aggregates:
                 aggregates.append(item)
             outputs.append(Output(name, OutputKind.AGGREGATE, aggregates.index(item)))
+        elif isinstance(item, _Grouping):
+            if item.column.name not in group_by:
+                keys = f"the keys are {', '.join(group_by)}" if group_by else "the query has no GROUP BY"
+                raise QueryRejected(
+                    f"GROUPING({item.column.name}): {item.column.name!r} is not a grouping key ({keys}); "
+                    "GROUPING takes one column of GROUP BY"
+                )
+            outputs.append(Output(name, OutputKind.GROUPING, group_by.index(item.column.name)))
         else:
             if item.name not in group_by:
                 raise QueryRejected(
@@ -168,6 +193,7 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
         table=table.name,
         predicates=predicates,
         group_by=tuple(group_by),
+        grouping_sets=grouping_sets,
         aggregates=tuple(aggregates),
         outputs=tuple(outputs),
         order_by=order_by,
@@ -176,8 +202,8 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
     )
 
 
-def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, Aggregate | Column]]:
-    items: list[tuple[str, Aggregate | Column]] = []
+def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, _Item]]:
+    items: list[tuple[str, _Item]] = []
     for projection in select.expressions:
         node = (projection.this if isinstance(projection, exp.Alias) else projection).unnest()
         if isinstance(node, exp.Column):
@@ -188,6 +214,10 @@ def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, Aggregate
                     f"e.g. SUM({column.name}) or AVG({column.name})"
                 )
             items.append((projection.alias_or_name or column.name, column))
+        elif isinstance(node, exp.Grouping | exp.GroupingId):
+            grouping = _grouping(node, scope)
+            name = projection.alias if isinstance(projection, exp.Alias) else grouping.label
+            items.append((name, grouping))
         else:
             aggregate = _aggregate(node, scope)
             name = projection.alias if isinstance(projection, exp.Alias) else aggregate.label
@@ -230,6 +260,25 @@ def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
     return Aggregate(func, column.name)
 
 
+def _grouping(node: exp.Grouping | exp.GroupingId, scope: _Scope) -> _Grouping:
+    """GROUPING(key), with one key of GROUP BY (checked once the keys are known)."""
+    text = node.sql(dialect="duckdb")
+    arguments = [a.unnest() for a in node.expressions]
+    if isinstance(node, exp.GroupingId) or len(arguments) != 1:
+        columns = [a.name for a in arguments if isinstance(a, exp.Column)] or ["key"]
+        instead = ", ".join(f"GROUPING({c})" for c in columns)
+        raise QueryRejected(
+            f"{text}: GROUPING takes exactly one grouping column (a bitmask over several keys "
+            f"is not supported): write one per key, {instead}"
+        )
+    argument = arguments[0]
+    if not isinstance(argument, exp.Column):
+        raise QueryRejected(
+            f"{text}: GROUPING takes one bare grouping column, e.g. GROUPING(column) for a column of GROUP BY"
+        )
+    return _Grouping(scope.dimension(argument, clause="GROUPING()"))
+
+
 def _not_an_aggregate(node: exp.Expr) -> str:
     text = node.sql(dialect="duckdb")
     if isinstance(node, exp.Max | exp.Min):
@@ -255,29 +304,19 @@ def _not_an_aggregate(node: exp.Expr) -> str:
 
 
 def _group_by(
-    select: exp.Select, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]
-) -> list[str]:
+    select: exp.Select, scope: _Scope, projections: list[tuple[str, _Item]]
+) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
+    """The grouping keys, and the grouping sets (``()`` for a plain GROUP BY)."""
     group = select.args.get("group")
     if group is None:
-        return []
-    if (
-        group.args.get("rollup")
-        or group.args.get("cube")
-        or group.args.get("grouping_sets")
-        or any(isinstance(node, _GROUPING_SETS) for node in group.expressions)
-    ):
-        raise QueryRejected(
-            "GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet: send one query per grouping level"
-        )
+        return [], ()
     if group.args.get("all"):
-        return _dedupe([item.name for _, item in projections if isinstance(item, Column)])
-    keys: list[str] = []
-    for node in group.expressions:
-        keys.append(_group_key(node, scope, projections).name)
-    return _dedupe(keys)
+        return _dedupe([item.name for _, item in projections if isinstance(item, Column)]), ()
+    keys, sets = expand_group_by(group, lambda node: _group_key(node, scope, projections).name)
+    return list(keys), sets
 
 
-def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]) -> Column:
+def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, _Item]]) -> Column:
     if isinstance(node, exp.Literal) and not node.is_string:
         position = _position(str(node.this))
         if not 1 <= position <= len(projections):
@@ -285,6 +324,10 @@ def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggre
         item = projections[position - 1][1]
         if isinstance(item, Aggregate):
             raise QueryRejected(f"GROUP BY {node.this} refers to an aggregate: group by dimensions")
+        if isinstance(item, _Grouping):
+            raise QueryRejected(
+                f"GROUP BY {node.this} refers to {item.label}, which is not a column: group by dimensions"
+            )
         return item
     if isinstance(node, exp.Column):
         if not node.table and scope.table.column(node.name) is None:
@@ -293,6 +336,11 @@ def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggre
                     if isinstance(item, Aggregate):
                         raise QueryRejected(
                             f"GROUP BY {node.name} refers to an aggregate ({item.label}): group by dimensions"
+                        )
+                    if isinstance(item, _Grouping):
+                        raise QueryRejected(
+                            f"GROUP BY {node.name} refers to {item.label}, which is not a column: "
+                            "group by dimensions"
                         )
                     return item
         return scope.dimension(node, clause="GROUP BY")
@@ -518,7 +566,7 @@ def _dedupe(names: list[str]) -> list[str]:
 def _order_by(
     select: exp.Select,
     scope: _Scope,
-    projections: list[tuple[str, Aggregate | Column]],
+    projections: list[tuple[str, _Item]],
     outputs: list[Output],
 ) -> tuple[OrderItem, ...]:
     order = select.args.get("order")
@@ -531,7 +579,7 @@ def _order_by(
     return tuple(items)
 
 
-def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Aggregate | Column]]) -> int:
+def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, _Item]]) -> int:
     message = (
         f"ORDER BY {node.sql(dialect='duckdb')}: order by an output column (its name, alias or "
         "position); ordering is applied to the protected answer"
@@ -550,11 +598,14 @@ def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, Ag
             if isinstance(item, Column) and item.name == column.name:
                 return i
         raise QueryRejected(message)
+    wanted: _Item | None = None
     if type(node) in _AGGREGATES:
         wanted = _aggregate(node, scope)
-        for i, (_, item) in enumerate(projections):
-            if item == wanted:
-                return i
+    elif isinstance(node, exp.Grouping | exp.GroupingId):
+        wanted = _grouping(node, scope)
+    for i, (_, item) in enumerate(projections):
+        if wanted is not None and item == wanted:
+            return i
     raise QueryRejected(message)
 
 

@@ -3,8 +3,15 @@
 For each group the query returns the group keys, each requested aggregate, and for each
 aggregate the number of distinct privacy units in its query set (the rows it reads: all
 selected rows for COUNT(*), those with a non-NULL value for COUNT/SUM/AVG of a column).
-The query is built as a sqlglot tree, never by pasting the analyst's text, and is
-generated in the engine's own dialect.
+On request (``depth``) it also returns, per SUM/AVG column, the largest per-unit
+contribution magnitudes and their total, which the sensitivity rules read. With grouping
+sets (ROLLUP, CUBE, GROUPING SETS) every cell, detail or total, comes from the same pass,
+with a grouping id telling which keys a row rolls up.
+
+Everything is computed by the engine in one query, with native aggregates only (no
+window functions): ``max(x, n)`` is DuckDB's top-n aggregate. The query is built as a
+sqlglot tree, never by pasting the analyst's text, and is generated in the engine's own
+dialect.
 """
 
 from __future__ import annotations
@@ -27,24 +34,43 @@ _COMPARE: dict[PredOp, type[exp.Binary]] = {
 }
 
 
+_GID = "__gid"
+
+
 @dataclass(frozen=True)
 class Plan:
-    """The backend query and where each piece of a cell sits in its result rows."""
+    """The backend query and where each piece of a cell sits in its result rows.
+
+    Rows come out ordered by the group keys (NULLS LAST), then by the grouping id.
+    """
 
     query: exp.Select
-    #: result column positions of the group keys
+    #: result column positions of the group keys (NULL in a row where the key is rolled up)
     key_slots: tuple[int, ...]
     #: per aggregate of the shape: result column of its value
     value_slots: tuple[int, ...]
     #: per aggregate of the shape: result column of its query set's unit count
     unit_slots: tuple[int, ...]
+    #: result column of the grouping id (None for a plain GROUP BY): an integer bitmask
+    #: over ``shape.group_by`` as DuckDB's GROUPING(k1, ..., kn) computes it, k1 the most
+    #: significant bit; a bit is 1 when that key is rolled up (a total) in the row. Key i
+    #: (0-based) is rolled up when ``gid >> (n - 1 - i) & 1``.
+    grouping_slot: int | None = None
+    #: per aggregate of the shape: result column of the list of the ``depth`` largest
+    #: per-unit contribution magnitudes |x_u|, descending (x_u: the unit's rows in the
+    #: cell summed; units with only NULLs left out; fewer entries when the cell has fewer
+    #: units; NULL for a cell without any value). None for COUNT or ``depth == 0``.
+    top_slots: tuple[int | None, ...] = ()
+    #: per aggregate of the shape: result column of Σ_u |x_u| over the cell (NULL for a
+    #: cell without any value). None where ``top_slots`` is None.
+    magnitude_slots: tuple[int | None, ...] = ()
 
 
 def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def rewrite(shape: QueryShape, info: TableInfo) -> Plan:
+def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     """Build the cell query for ``shape`` over the table described by ``info``.
 
     With one row per privacy unit (checked when the snapshot was built) rows are units
@@ -52,8 +78,23 @@ def rewrite(shape: QueryShape, info: TableInfo) -> Plan:
     each cell (GROUP BY keys, _uid), then aggregates those per-unit partials: counting
     units is then a plain count, much cheaper than COUNT(DISTINCT), and each unit's
     contribution to the cell is one number (what the sensitivity rules read).
+
+    With grouping sets the per-unit partials are taken per (grouping set, unit), so a
+    unit with rows in several detail cells counts once, with its summed contribution,
+    in the total that covers them.
+
+    ``depth`` (>= 0) is how many of the largest contributions to return per SUM/AVG
+    cell; 0 computes none (see :class:`Plan`).
+
+    Raises:
+        ValueError: ``depth`` is negative, or a grouping set names a key that is not in
+            ``shape.group_by``.
     """
+    if depth < 0:
+        raise ValueError(f"depth must be >= 0, got {depth}")
     per_unit = not info.one_row_per_unit
+    sets = _distinct_sets(shape)
+    grouped = bool(sets)
     projections: list[exp.Expr] = []
     key_slots = []
     for key in shape.group_by:
@@ -76,28 +117,110 @@ def rewrite(shape: QueryShape, info: TableInfo) -> Plan:
         value = _from_partials(aggregate) if per_unit else _aggregate(aggregate)
         projections.append(exp.alias_(value, f"__value_{i}", quoted=True))
 
+    top_slots, magnitude_slots = _contributions(shape, per_unit, depth, projections)
+
+    grouping_slot = None
+    if grouped:
+        grouping_slot = len(projections)
+        projections.append(_column(_GID) if per_unit else _grouping_id(shape))
+
     source: exp.Expr = exp.to_table(shape.table, quoted=True)
     condition = _where(shape.predicates)
     if per_unit:
-        source = _partials(shape, condition).subquery("__cells")
+        source = _partials(shape, sets, condition).subquery("__cells")
         condition = None
     query = exp.select(*projections).from_(source)
     if condition is not None:
         query = query.where(condition)
     if shape.group_by:
         keys = [_column(k) for k in shape.group_by]
+        if not grouped:
+            query = query.group_by(*keys)
+        elif per_unit:  # the partials carry the grouping id: a plain GROUP BY on it
+            query = query.group_by(_column(_GID), *keys)
+        else:
+            query = query.group_by(_grouping_sets(sets))
         # rows leave the engine in group-key order (public values only): the engine's own
         # order is arbitrary, and sorting here is far cheaper than in Python
-        query = query.group_by(*keys).order_by(*(exp.Ordered(this=k.copy(), nulls_first=False) for k in keys))
-    return Plan(query, tuple(key_slots), tuple(value_slots), tuple(unit_slots))
+        order = [exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]
+        if grouped:  # a total and a NULL key value of the same detail cell
+            order.append(exp.Ordered(this=_column(_GID)))
+        query = query.order_by(*order)
+    return Plan(
+        query,
+        tuple(key_slots),
+        tuple(value_slots),
+        tuple(unit_slots),
+        grouping_slot=grouping_slot,
+        top_slots=top_slots,
+        magnitude_slots=magnitude_slots,
+    )
 
 
-def _partials(shape: QueryShape, condition: exp.Expr | None) -> exp.Select:
+def _contributions(
+    shape: QueryShape, per_unit: bool, depth: int, projections: list[exp.Expr]
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
+    """Append, per SUM/AVG column, the top-``depth`` magnitudes and their total;
+    return their slots per aggregate. Aggregates over one column share them."""
+    slots: dict[str, tuple[int, int]] = {}
+    tops: list[int | None] = []
+    magnitudes: list[int | None] = []
+    for aggregate in shape.aggregates:
+        column = aggregate.column
+        if depth == 0 or aggregate.func is AggFunc.COUNT or column is None:
+            tops.append(None)
+            magnitudes.append(None)
+            continue
+        if column not in slots:
+            # per unit, a contribution is the unit's sum inside the cell (its partial);
+            # with one row per unit it is the row's value
+            magnitude = exp.Abs(this=_column(f"__s_{column}" if per_unit else column))
+            n = len(slots) + 1
+            slots[column] = (len(projections), len(projections) + 1)
+            top = exp.Max(this=magnitude, count=exp.Literal.number(depth))
+            projections.append(exp.alias_(top, f"__top_{n}", quoted=True))
+            projections.append(exp.alias_(exp.Sum(this=magnitude.copy()), f"__magnitude_{n}", quoted=True))
+        tops.append(slots[column][0])
+        magnitudes.append(slots[column][1])
+    return tuple(tops), tuple(magnitudes)
+
+
+def _grouping_id(shape: QueryShape) -> exp.Expr:
+    keys = [_column(k) for k in shape.group_by]
+    return exp.alias_(exp.Grouping(expressions=keys), _GID, quoted=True)
+
+
+def _distinct_sets(shape: QueryShape) -> tuple[tuple[str, ...], ...]:
+    """The shape's grouping sets, each once (as a set of keys): a repeated set would
+    repeat its rows. () when there are none, or no keys to roll up."""
+    if not shape.group_by:
+        return ()
+    distinct: dict[frozenset[str], tuple[str, ...]] = {}
+    for keys in shape.grouping_sets:
+        unknown = [k for k in keys if k not in shape.group_by]
+        if unknown:
+            raise ValueError(f"grouping set {keys} names keys not in group_by {shape.group_by}: {unknown}")
+        distinct.setdefault(frozenset(keys), keys)
+    return tuple(distinct.values())
+
+
+def _grouping_sets(sets: tuple[tuple[str, ...], ...], *extra: str) -> exp.GroupingSets:
+    return exp.GroupingSets(
+        expressions=[exp.Tuple(expressions=[_column(k) for k in (*keys, *extra)]) for keys in sets]
+    )
+
+
+def _partials(
+    shape: QueryShape, sets: tuple[tuple[str, ...], ...], condition: exp.Expr | None
+) -> exp.Select:
     """One row per (cell, unit): the unit's row count, and per column its non-NULL
-    count and sum."""
+    count and sum. With grouping sets, one row per (grouping set, cell, unit), with the
+    grouping id of the set."""
     columns = sorted({a.column for a in shape.aggregates if a.column is not None})
     summed = {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
     projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
+    if sets:
+        projections.append(_grouping_id(shape))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
     for column in columns:
         projections.append(exp.alias_(exp.Count(this=_column(column)), f"__n_{column}", quoted=True))
@@ -106,6 +229,8 @@ def _partials(shape: QueryShape, condition: exp.Expr | None) -> exp.Select:
     inner = exp.select(*projections).from_(exp.to_table(shape.table, quoted=True))
     if condition is not None:
         inner = inner.where(condition)
+    if sets:
+        return inner.group_by(_grouping_sets(sets, "_uid"))
     return inner.group_by(*(_column(k) for k in shape.group_by), _column("_uid"))
 
 

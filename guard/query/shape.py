@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 __all__ = [
@@ -70,13 +70,15 @@ class Predicate:
 class OutputKind(Enum):
     KEY = "key"  # a GROUP BY dimension
     AGGREGATE = "aggregate"
+    #: GROUPING(key): 1 in the rows where that key is rolled up (a total), else 0
+    GROUPING = "grouping"
 
 
 @dataclass(frozen=True)
 class Output:
     name: str
     kind: OutputKind
-    #: index into QueryShape.group_by (KEY) or QueryShape.aggregates (AGGREGATE)
+    #: index into QueryShape.group_by (KEY, GROUPING) or QueryShape.aggregates (AGGREGATE)
     index: int
 
 
@@ -93,7 +95,13 @@ class QueryShape:
 
     table: str
     predicates: tuple[Predicate, ...]
+    #: every grouping key, in order of first appearance in GROUP BY
     group_by: tuple[str, ...]
+    #: () for a plain GROUP BY (one grouping set: all of ``group_by``). Otherwise the
+    #: distinct grouping sets of ROLLUP / CUBE / GROUPING SETS, each a tuple of names of
+    #: ``group_by`` in ``group_by`` order, longest first, then by key positions. Keyword-only
+    #: so that the positional fields keep their places.
+    grouping_sets: tuple[tuple[str, ...], ...] = field(default=(), kw_only=True)
     aggregates: tuple[Aggregate, ...]
     outputs: tuple[Output, ...]
     order_by: tuple[OrderItem, ...] = ()
@@ -101,21 +109,29 @@ class QueryShape:
     offset: int = 0
 
     @property
+    def levels(self) -> tuple[tuple[str, ...], ...]:
+        """The grouping sets the answer has rows for: ``grouping_sets``, or the one set
+        ``group_by`` of a plain GROUP BY (``((),)`` without GROUP BY)."""
+        return self.grouping_sets or (self.group_by,)
+
+    @property
     def canonical(self) -> str:
         """The key of what is measured: table, row selection, grouping, aggregates.
 
         Equivalent phrasings (swapped conjuncts, ``x = v`` vs ``x IN (v)``, reversed
-        comparisons, output order and aliases) share one canonical key.
+        comparisons, output order and aliases, ROLLUP vs the GROUPING SETS it expands to)
+        share one canonical key. A plain GROUP BY has no ``grouping_sets`` entry, so its
+        key is the same as before grouping sets existed.
         """
-        return json.dumps(
-            {
-                "table": self.table,
-                "where": [json.loads(p.sort_key()) for p in self.predicates],
-                "group_by": sorted(self.group_by),
-                "aggregates": sorted(a.label for a in self.aggregates),
-            },
-            separators=(",", ":"),
-        )
+        key: dict[str, object] = {
+            "table": self.table,
+            "where": [json.loads(p.sort_key()) for p in self.predicates],
+            "group_by": sorted(self.group_by),
+        }
+        if self.grouping_sets:
+            key["grouping_sets"] = sorted(sorted(s) for s in self.grouping_sets)
+        key["aggregates"] = sorted(a.label for a in self.aggregates)
+        return json.dumps(key, separators=(",", ":"))
 
 
 def _jsonable(value: Scalar) -> str | int | float | bool:

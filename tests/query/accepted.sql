@@ -159,6 +159,56 @@ SELECT major, COUNT(*) FROM students GROUP BY major, major
 -- rows: 4
 SELECT class, COUNT(*) FROM students GROUP BY class
 
+-- ## ROLLUP, CUBE, GROUPING SETS (totals in the same answer; rolled-up keys are NULL)
+
+-- case: ROLLUP: detail cells, subtotals per major, grand total
+-- rows: 7
+SELECT major, sex, COUNT(*) FROM students GROUP BY ROLLUP (major, sex)
+
+-- case: CUBE: every margin
+-- rows: 9
+SELECT major, sex, COUNT(*) FROM students GROUP BY CUBE (major, sex)
+
+-- case: explicit GROUPING SETS, margins only
+-- rows: 4
+SELECT major, sex, COUNT(*) FROM students GROUP BY GROUPING SETS ((major), (sex))
+
+-- case: GROUPING SETS with the grand total, bare keys and a nested ROLLUP
+-- rows: 5
+SELECT sex, major, COUNT(*) FROM students GROUP BY GROUPING SETS (sex, ROLLUP (major), ())
+
+-- case: a plain key crossed with a ROLLUP
+-- rows: 14
+SELECT sex, major, class, COUNT(*) FROM students GROUP BY sex, ROLLUP (major, class)
+
+-- case: ROLLUP over a composite item
+-- rows: 11
+SELECT sex, major, class, SUM(income) FROM students GROUP BY ROLLUP (sex, (major, class))
+
+-- case: ordinals inside ROLLUP
+-- rows: 7
+SELECT sex, major, COUNT(*) FROM students GROUP BY ROLLUP (1, 2)
+
+-- case: output aliases inside CUBE
+-- rows: 9
+SELECT sex AS s, major AS m, COUNT(*) FROM students GROUP BY CUBE (s, m)
+
+-- case: one grouping set is a plain GROUP BY
+-- rows: 4
+SELECT major, sex, COUNT(*) FROM students GROUP BY GROUPING SETS ((major, sex))
+
+-- case: GROUP BY () is the grand total
+-- rows: 1
+SELECT COUNT(*) FROM students GROUP BY ()
+
+-- case: ROLLUP with SUM, AVG and ORDER BY an aggregate
+-- rows: 3
+SELECT major, SUM(income), AVG(income) FROM students GROUP BY ROLLUP (major) ORDER BY 2 DESC
+
+-- case: ROLLUP with WHERE and LIMIT
+-- rows: 2
+SELECT class, COUNT(*) FROM students WHERE sex = 'Male' GROUP BY ROLLUP (class) ORDER BY class LIMIT 2
+
 -- ## ORDER BY, LIMIT, OFFSET
 
 -- case: ORDER BY alias

@@ -598,14 +598,58 @@ SELECT DISTINCT major FROM students
 -- expect: SELECT DISTINCT is not allowed
 SELECT DISTINCT COUNT(*) FROM students
 
--- expect: GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet: send one query per grouping level
-SELECT major, sex, COUNT(*) FROM students GROUP BY ROLLUP (major, sex)
+-- ## ROLLUP, CUBE, GROUPING SETS and GROUPING() (the accepted forms are in accepted.sql)
 
--- expect: GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet
-SELECT major, sex, COUNT(*) FROM students GROUP BY CUBE (major, sex)
+-- expect: GROUP BY ... WITH ROLLUP / WITH CUBE is not supported: write GROUP BY ROLLUP (a, b)
+SELECT major, sex, COUNT(*) FROM students GROUP BY major, sex WITH ROLLUP
 
--- expect: GROUP BY ROLLUP/CUBE/GROUPING SETS is not supported yet
-SELECT major, sex, COUNT(*) FROM students GROUP BY GROUPING SETS ((major), (sex))
+-- expect: GROUP BY a, b GROUPING SETS (...) is not supported: write GROUP BY GROUPING SETS ((a, b), (a), ())
+SELECT COUNT(*) FROM students GROUP BY major, sex GROUPING SETS ((major), (sex))
+
+-- expect: GROUP BY LOWER(major) is not allowed: group by bare dimension columns
+SELECT COUNT(*) FROM students GROUP BY ROLLUP (lower(major), sex)
+
+-- expect: measure 'income' cannot be used in GROUP BY
+SELECT major, COUNT(*) FROM students GROUP BY CUBE (major, income)
+
+-- expect: column 'name' identifies respondents and cannot be used anywhere in a query (GROUP BY included)
+SELECT COUNT(*) FROM students GROUP BY GROUPING SETS ((sex), (name))
+
+-- expect: GROUP BY 3 refers to an aggregate: group by dimensions
+SELECT major, sex, COUNT(*) FROM students GROUP BY ROLLUP (1, 3)
+
+-- expect: GROUPING(major, sex): GROUPING takes exactly one grouping column (a bitmask over several keys is not supported): write one per key, GROUPING(major), GROUPING(sex)
+SELECT major, sex, GROUPING(major, sex), COUNT(*) FROM students GROUP BY CUBE (major, sex)
+
+-- expect: GROUPING_ID(major): GROUPING takes exactly one grouping column
+SELECT major, GROUPING_ID(major), COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- expect: GROUPING(class): 'class' is not a grouping key (the keys are major); GROUPING takes one column of GROUP BY
+SELECT major, GROUPING(class), COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- expect: GROUPING(major): 'major' is not a grouping key (the query has no GROUP BY)
+SELECT GROUPING(major), COUNT(*) FROM students
+
+-- expect: measure 'income' cannot be used in GROUPING()
+SELECT major, GROUPING(income), COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- expect: column 'name' identifies respondents and cannot be used anywhere in a query (GROUPING() included)
+SELECT major, GROUPING(name), COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- expect: GROUPING(1): GROUPING takes one bare grouping column, e.g. GROUPING(column)
+SELECT major, GROUPING(1), COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- expect: GROUP BY 2 refers to grouping(major), which is not a column: group by dimensions
+SELECT major, GROUPING(major), COUNT(*) FROM students GROUP BY ROLLUP (major, 2)
+
+-- expect: GROUP BY g refers to grouping(major), which is not a column
+SELECT major, GROUPING(major) AS g, COUNT(*) FROM students GROUP BY ROLLUP (major, g)
+
+-- expect: ORDER BY GROUPING(sex): order by an output column
+SELECT major, GROUPING(major), COUNT(*) FROM students GROUP BY ROLLUP (major) ORDER BY GROUPING(sex)
+
+-- expect: non-aggregate output GROUPING(major) + 1 is not allowed
+SELECT major, GROUPING(major) + 1, COUNT(*) FROM students GROUP BY ROLLUP (major)
 
 -- expect: GROUP BY LOWER(major) is not allowed: group by bare dimension columns
 SELECT COUNT(*) FROM students GROUP BY lower(major)
