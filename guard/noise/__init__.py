@@ -1,0 +1,67 @@
+"""Noise mode's pure core: exact samplers, mechanisms, ε accounting, budgets, the noise cache.
+
+Stage 7 of the query path (DESIGN.md) for tables whose policy chooses noise. Nothing
+here touches the engine or the state store: the rewrite supplies clamped sums, counts
+and ``_rid`` sets; the state store plugs in through the ``persist`` callbacks.
+
+    sampling     secure randomness; exact discrete Laplace; Laplace on a grid
+    mechanisms   noisy COUNT / SUM / AVG, the seed's clamped mean, group-threshold δ
+    composition  exact ε: parsing, sequential split, per-query accountant
+    budget       the ledger: per-analyst, group and global limits, atomic charges
+    cache        one noisy answer per (data version, table, measure, aggregate, row set)
+"""
+
+from guard.noise.budget import BudgetExceeded, Ledger, LedgerEntry
+from guard.noise.cache import NoiseCache, NoiseKey, new_fingerprint_key, row_set_fingerprint
+from guard.noise.composition import EpsilonLike, QueryAccountant, as_epsilon, format_epsilon, split_sequential
+from guard.noise.mechanisms import (
+    ContributionBounds,
+    NoisyMean,
+    NoisyValue,
+    clamped_mean_seed,
+    group_threshold_delta,
+    mean_from,
+    noisy_avg,
+    noisy_count,
+    noisy_sum,
+)
+from guard.noise.sampling import (
+    GridSample,
+    RandomSource,
+    SystemRandomSource,
+    default_source,
+    discrete_laplace,
+    grid_laplace,
+)
+
+# InsecureSeededSource is deliberately not re-exported: tests import it from
+# guard.noise.sampling, production code has no reason to.
+__all__ = [
+    "BudgetExceeded",
+    "ContributionBounds",
+    "EpsilonLike",
+    "GridSample",
+    "Ledger",
+    "LedgerEntry",
+    "NoiseCache",
+    "NoiseKey",
+    "NoisyMean",
+    "NoisyValue",
+    "QueryAccountant",
+    "RandomSource",
+    "SystemRandomSource",
+    "as_epsilon",
+    "clamped_mean_seed",
+    "default_source",
+    "discrete_laplace",
+    "format_epsilon",
+    "grid_laplace",
+    "group_threshold_delta",
+    "mean_from",
+    "new_fingerprint_key",
+    "noisy_avg",
+    "noisy_count",
+    "noisy_sum",
+    "row_set_fingerprint",
+    "split_sequential",
+]

@@ -1,0 +1,185 @@
+"""The privacy-budget ledger: per-analyst, per-group and global limits, never overspent.
+
+A pure in-memory model; the state store plugs in through two seams:
+
+- ``history``: entries read back at start-up, replayed to rebuild what was spent;
+- ``persist(entry)``: called inside the ledger's lock, after every limit has been checked
+  and before anything changes in memory. If it raises, the charge did not happen (the
+  exception propagates and the totals are untouched). When it returns, the charge is
+  durable, and only then is the answer allowed to leave: a crash can lose an answer,
+  never the record of one.
+
+One lock makes check-and-spend atomic, so concurrent queries cannot jointly pass a limit
+that each would pass alone. Amounts are exact rationals (see ``composition``). Charges
+are never refunded: an answer computed but not delivered may still have leaked through
+timing or logs, so it is paid for.
+
+The global account covers collusion: analysts who pool their answers still face one
+limit (../shared/AUDITING.md, "Collusion").
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from guard.errors import BudgetExhausted
+from guard.noise.composition import EpsilonLike, as_epsilon, format_epsilon
+
+__all__ = ["BudgetExceeded", "Ledger", "LedgerEntry"]
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One charge, as persisted. ``sequence`` numbers charges 1, 2, ... in commit order."""
+
+    sequence: int
+    analyst: str
+    epsilon: Fraction
+    #: seconds since the epoch when the charge was made
+    at: float
+    #: free text tying the charge to its query (e.g. the query log id)
+    note: str = ""
+
+
+class BudgetExceeded(BudgetExhausted):
+    """A charge would pass a limit. Carries what is left, for the result notes.
+
+    The message names only the analyst's own account, or says that a shared (group or
+    global) budget is the binding one; it never describes other analysts' queries.
+    """
+
+    def __init__(self, message: str, *, account: str, requested: Fraction, remaining: Fraction) -> None:
+        super().__init__(message)
+        #: ``"analyst:<name>"``, ``"group:<name>"`` or ``"global"``
+        self.account = account
+        self.requested = requested
+        self.remaining = remaining
+
+
+class Ledger:
+    """Budgets with exact arithmetic and an atomic, persist-before-commit ``charge``.
+
+    ``analyst_limits`` maps analyst → ε budget; analysts not listed get
+    ``default_analyst_limit`` or, if that is None, cannot spend at all. ``groups`` maps a
+    group name → (limit, member analysts); a member's charge also spends from each of its
+    groups. ``global_limit`` bounds the sum of all charges. ``history`` may already spend
+    more than a (since lowered) limit: that account then simply has nothing left.
+    Raises ``ValueError`` for a limit that is not > 0.
+    """
+
+    def __init__(
+        self,
+        *,
+        global_limit: EpsilonLike,
+        analyst_limits: Mapping[str, EpsilonLike],
+        default_analyst_limit: EpsilonLike | None = None,
+        groups: Mapping[str, tuple[EpsilonLike, Iterable[str]]] | None = None,
+        history: Iterable[LedgerEntry] = (),
+        persist: Callable[[LedgerEntry], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._limits: dict[str, Fraction] = {"global": as_epsilon(global_limit, name="global budget")}
+        for analyst, limit in analyst_limits.items():
+            self._limits[_analyst(analyst)] = as_epsilon(limit, name=f"budget of analyst {analyst!r}")
+        self._default = (
+            None
+            if default_analyst_limit is None
+            else as_epsilon(default_analyst_limit, name="default analyst budget")
+        )
+        self._groups_of: dict[str, list[str]] = {}
+        for group, (limit, members) in (groups or {}).items():
+            self._limits[_group(group)] = as_epsilon(limit, name=f"budget of group {group!r}")
+            for member in members:
+                self._groups_of.setdefault(member, []).append(_group(group))
+        self._spent: dict[str, Fraction] = {}
+        self._entries: list[LedgerEntry] = []
+        self._persist = persist
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last_sequence = 0
+        for entry in history:
+            self._apply(entry)
+
+    def charge(self, analyst: str, epsilon: EpsilonLike, *, note: str = "") -> LedgerEntry:
+        """Spend ``epsilon`` from the analyst's, their groups' and the global budget, atomically.
+
+        Returns the committed entry. Raises ``BudgetExceeded`` (a ``BudgetExhausted``)
+        and changes nothing if any of those budgets has less than ``epsilon`` left;
+        ``ValueError`` if ε is not > 0; whatever ``persist`` raises, also changing nothing.
+        """
+        eps = as_epsilon(epsilon)
+        with self._lock:
+            for account in self._accounts(analyst):
+                left = self._limit(account, analyst) - self._spent.get(account, Fraction(0))
+                if eps > left:
+                    raise self._refusal(account, analyst, eps, max(left, Fraction(0)))
+            entry = LedgerEntry(self._last_sequence + 1, analyst, eps, self._clock(), note)
+            if self._persist is not None:
+                self._persist(entry)
+            self._apply(entry)
+            return entry
+
+    def spent(self, analyst: str | None = None) -> Fraction:
+        """ε spent by ``analyst``, or by everyone when None."""
+        with self._lock:
+            return self._spent.get("global" if analyst is None else _analyst(analyst), Fraction(0))
+
+    def remaining(self, analyst: str | None = None) -> Fraction:
+        """ε ``analyst`` can still spend (the tightest of their accounts), or globally when None."""
+        with self._lock:
+            accounts = ["global"] if analyst is None else self._accounts(analyst)
+            left = min(
+                self._limit(account, analyst or "") - self._spent.get(account, Fraction(0))
+                for account in accounts
+            )
+            return max(left, Fraction(0))
+
+    def entries(self, analyst: str | None = None) -> tuple[LedgerEntry, ...]:
+        """The committed charges, oldest first; only ``analyst``'s when given."""
+        with self._lock:
+            return tuple(e for e in self._entries if analyst is None or e.analyst == analyst)
+
+    def _accounts(self, analyst: str) -> list[str]:
+        return [_analyst(analyst), *self._groups_of.get(analyst, ()), "global"]
+
+    def _limit(self, account: str, analyst: str) -> Fraction:
+        limit = self._limits.get(account, self._default if account == _analyst(analyst) else None)
+        return Fraction(0) if limit is None else limit
+
+    def _apply(self, entry: LedgerEntry) -> None:
+        for account in self._accounts(entry.analyst):
+            self._spent[account] = self._spent.get(account, Fraction(0)) + entry.epsilon
+        self._entries.append(entry)
+        self._last_sequence = max(self._last_sequence, entry.sequence)
+
+    def _refusal(self, account: str, analyst: str, needed: Fraction, left: Fraction) -> BudgetExceeded:
+        need = f"this query needs ε = {format_epsilon(needed)}"
+        if account == _analyst(analyst) and account not in self._limits and self._default is None:
+            message = (
+                f"analyst {analyst!r} has no privacy budget; give them one under the policy's noise budgets"
+            )
+        elif account == _analyst(analyst):
+            message = (
+                f"privacy budget of analyst {analyst!r} is exhausted: ε = {format_epsilon(left)} of "
+                f"{format_epsilon(self._limit(account, analyst))} left, {need}; "
+                f"ask the data steward for more budget"
+            )
+        else:
+            shared = "global" if account == "global" else f"group {account.split(':', 1)[1]!r}"
+            message = (
+                f"the {shared} privacy budget, shared with other analysts, has ε = {format_epsilon(left)} "
+                f"left, {need}; ask the data steward for more budget"
+            )
+        return BudgetExceeded(message, account=account, requested=needed, remaining=left)
+
+
+def _analyst(name: str) -> str:
+    return f"analyst:{name}"
+
+
+def _group(name: str) -> str:
+    return f"group:{name}"
