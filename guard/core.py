@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import math
+import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from guard.backends.base import Backend, TableInfo
 from guard.backends.duckdb_backend import DuckDBBackend
-from guard.cells import cells_from_result
+from guard.cells import Cell, CellGrid, cells_from_result
 from guard.errors import AccessDenied, GuardError
+from guard.explain import Explanation, explain_decision
 from guard.policy.load import load_policy
-from guard.policy.model import Analyst, Policy
-from guard.protect import protect
+from guard.policy.model import Analyst, LinkScope, Policy, Role, Table
+from guard.protect import protect_with_decision
+from guard.protection.decide import Decision, Linking, Pattern, with_sums
+from guard.protection.keys import aggregate_of, encode_key, fixed_positions, key_from_text, key_text
 from guard.query.analyze import analyze
 from guard.query.parse import parse
 from guard.query.rewrite import rewrite
 from guard.query.shape import QueryShape
 from guard.query.validate import validate
 from guard.result import ProtectedResult
-from guard.state.store import LogRecord, StateStore
+from guard.rules import depth
+from guard.state.store import LogRecord, Release, StateStore
+from guard.suppression import Key
 
 __all__ = ["Guard"]
+
+
+@dataclass
+class _Progress:
+    """How far a request got: what its log record can say about it."""
+
+    shape: QueryShape | None = None
+    info: TableInfo | None = None
+    dimensions: tuple[str, ...] | None = None
 
 
 class Guard:
@@ -34,6 +55,11 @@ class Guard:
         self.policy = policy
         self.backend = backend
         self.store = store
+        #: largest contributions per cell the rules read
+        self._depth = depth(policy.protection.rules)
+        self._release_lock = threading.Lock()
+        self._secret = store.secret()
+        self._history: dict[tuple[str, str, str | None], dict[str, dict[Key, str]]] = {}
 
     @classmethod
     def open(cls, policy_path: str | Path, state: str | Path | None = None) -> Guard:
@@ -76,23 +102,140 @@ class Guard:
             BackendError: the engine or the state store failed.
         """
         started = time.perf_counter()
-        shape: QueryShape | None = None
-        info: TableInfo | None = None
+        progress = _Progress()
+
+        def record(result: ProtectedResult, decision: Decision) -> None:
+            self._record_answer(analyst, sql, result, progress.shape, progress.info, started, decision)
+
         try:
-            who = self._analyst(analyst)
-            tree = parse(sql, self.policy.limits)  # 1 parse
-            visible = tuple(t for t in self.policy.tables if who.may_query(t.name))
-            select, table = validate(tree, visible)  # 2 validate
-            info = self.backend.table_info(table.name)
-            shape = analyze(select, table, info.types, self.policy.limits)  # 3 analyze
-            plan = rewrite(shape, info)  # 5 rewrite
-            grid = cells_from_result(shape, plan, self.backend.execute(plan.query), info)  # 6
-            result = protect(shape, grid, self.policy.protection)  # 7 protect
+            result, _ = self._protected(sql, analyst, progress, record)
         except GuardError as error:
-            self._record_refusal(analyst, sql, error, shape, info, started)
+            self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
             raise
-        self._record_answer(analyst, sql, result, shape, info, started)  # 8 record
         return result  # 9 answer
+
+    def explain(self, sql: str, analyst: str) -> Explanation:
+        """What :meth:`query` would withhold and why, for data stewards: each withheld
+        cell's feasibility interval against its protection level. Releases nothing and
+        records nothing as released (the request is logged as "explained").
+
+        The protection levels come from confidential contributions: never show an
+        explanation to an analyst.
+
+        Raises:
+            as :meth:`query`.
+        """
+        started = time.perf_counter()
+        progress = _Progress()
+
+        def record(result: ProtectedResult, decision: Decision) -> None:
+            self.store.append(
+                LogRecord(
+                    analyst=analyst,
+                    sql=sql,
+                    decision="explained",
+                    canonical=progress.shape.canonical if progress.shape else None,
+                    data_version=progress.info.data_version if progress.info else None,
+                    notes=result.notes,
+                    elapsed_ms=(time.perf_counter() - started) * 1000,
+                )
+            )
+
+        try:
+            result, decision = self._protected(sql, analyst, progress, record)
+        except GuardError as error:
+            self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
+            raise
+        assert progress.dimensions is not None
+        return explain_decision(result, decision, progress.dimensions)
+
+    def _protected(
+        self,
+        sql: str,
+        analyst: str,
+        progress: _Progress,
+        record: Callable[[ProtectedResult, Decision], None],
+    ) -> tuple[ProtectedResult, Decision]:
+        """Stages 1-7, then ``record`` while the release lock is held."""
+        who = self._analyst(analyst)
+        tree = parse(sql, self.policy.limits)  # 1 parse
+        visible = tuple(t for t in self.policy.tables if who.may_query(t.name))
+        select, table = validate(tree, visible)  # 2 validate
+        progress.info = info = self.backend.table_info(table.name)
+        progress.shape = shape = analyze(select, table, info.types, self.policy.limits)  # 3 analyze
+        measured = with_sums(shape)  # an average is protected as the sum it implies
+        plan = rewrite(measured, info, self._depth)  # 5 rewrite
+        grid = cells_from_result(measured, plan, self.backend.execute(plan.query), info)  # 6 execute
+        with self._release_lock:
+            # protecting an answer and recording what it released is one step: two
+            # answers protected at once could each be safe alone and not together
+            linking = self._linking(who, table, shape, info)
+            progress.dimensions = linking.dimensions
+            result, decision = protect_with_decision(measured, grid, self.policy.protection, linking)  # 7
+            record(result, decision)  # 8 record
+        return result, decision
+
+    def _linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
+        """What this answer is protected together with: the earlier releases in scope."""
+        dimensions = table.names(Role.DIMENSION)
+        scope = self.policy.protection.suppression.linked
+        fixed = None if scope is LinkScope.NONE else fixed_positions(shape, dimensions)
+        history = {} if fixed is None else self._released(info, None if scope is LinkScope.ALL else who.name)
+        secret = self._secret
+
+        def seed(space: str, keys: Sequence[Key]) -> int:
+            # fixed per released table, unpredictable without the store's secret (seed 004)
+            message = json.dumps([info.data_version, shape.canonical, space, [key_text(k) for k in keys]])
+            digest = hmac.new(secret, message.encode(), hashlib.sha256).digest()
+            return int.from_bytes(digest[:8], "big")
+
+        def fetch(space: str, patterns: Sequence[Pattern]) -> dict[Key, Cell]:
+            return self._cells_of_patterns(table, info, dimensions, space, patterns)
+
+        lower_bounds: dict[str, float] = {}
+        for column in table.columns:
+            if column.role is Role.MEASURE and column.bounds is not None:
+                lower_bounds[f"sum({column.name.lower()})"] = 0.0 if column.bounds[0] >= 0 else -math.inf
+        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds)
+
+    def _cells_of_patterns(
+        self,
+        table: Table,
+        info: TableInfo,
+        dimensions: Sequence[str],
+        space: str,
+        patterns: Sequence[Pattern],
+    ) -> dict[Key, Cell]:
+        """Every non-empty cell of ``patterns`` over the whole table, in one backend query."""
+        used = tuple(d for j, d in enumerate(dimensions) if any(p[j] for p in patterns))
+        sets = tuple(tuple(d for j, d in enumerate(dimensions) if p[j]) for p in patterns)
+        plain = len(sets) == 1 and sets[0] == used
+        shape = QueryShape(
+            table=table.name,
+            predicates=(),
+            group_by=used,
+            grouping_sets=() if plain else sets,
+            aggregates=(aggregate_of(space),),
+            outputs=(),
+        )
+        plan = rewrite(shape, info, self._depth)
+        grid: CellGrid = cells_from_result(shape, plan, self.backend.execute(plan.query), info)
+        cells = {}
+        for r, values in enumerate(grid.keys):
+            rolled = grid.rolled_up[r] if grid.rolled_up else ()
+            cells[encode_key(dimensions, used, values, rolled, {})] = grid.cells[r][0]
+        return cells
+
+    def _released(self, info: TableInfo, analyst: str | None) -> dict[str, dict[Key, str]]:
+        """Earlier releases on this table and data version, cached (this process is the
+        only writer of its store)."""
+        cache_key = (info.data_version, info.name, analyst)
+        if cache_key not in self._history:
+            history: dict[str, dict[Key, str]] = {}
+            for space, text, status in self.store.released(info.data_version, info.name, analyst):
+                history.setdefault(space, {})[key_from_text(text)] = status
+            self._history[cache_key] = history
+        return self._history[cache_key]
 
     def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         return self.store.log(analyst=analyst, limit=limit)
@@ -113,7 +256,12 @@ class Guard:
         shape: QueryShape | None,
         info: TableInfo | None,
         started: float,
+        decision: Decision | None = None,
     ) -> None:
+        releases: list[Release] = []
+        if decision is not None and info is not None:
+            for space, cells in decision.releases.items():
+                releases.extend(Release(info.name, space, key_text(k), status) for k, status in cells.items())
         self.store.append(
             LogRecord(
                 analyst=analyst,
@@ -126,8 +274,24 @@ class Guard:
                 flags=result.flags,
                 notes=result.notes,
                 elapsed_ms=(time.perf_counter() - started) * 1000,
-            )
+            ),
+            releases,
         )
+        if decision is not None and info is not None:
+            # the store committed: now the in-memory history may say so too
+            for history in self._history_scopes(info, analyst):
+                for space, cells in decision.releases.items():
+                    known = history.setdefault(space, {})
+                    for key, status in cells.items():
+                        if known.get(key) != "published":
+                            known[key] = status
+
+    def _history_scopes(self, info: TableInfo, analyst: str) -> list[dict[str, dict[Key, str]]]:
+        return [
+            h
+            for (version, name, who), h in self._history.items()
+            if version == info.data_version and name == info.name and who in (None, analyst)
+        ]
 
     def _record_refusal(
         self,

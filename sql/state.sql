@@ -24,3 +24,18 @@ CREATE TABLE IF NOT EXISTS query_log (
     prev_hash     VARCHAR NOT NULL,
     record_hash   VARCHAR NOT NULL
 );
+
+-- Cells released per table and additive quantity, for linked-table protection: a new
+-- answer is protected together with what was published (kept) and withheld (stays
+-- withheld) before. Written in the same transaction as the log row of the answer.
+-- Holds keys and a status only, never a value. INSERT OR IGNORE keeps the first status.
+CREATE TABLE IF NOT EXISTS released_cells (
+    data_version  VARCHAR NOT NULL,
+    table_name    VARCHAR NOT NULL,
+    space         VARCHAR NOT NULL,  -- count(*) | count(col) | sum(col)
+    cell_key      VARCHAR NOT NULL,  -- JSON: one tagged value per dimension, "*" = total
+    analyst       VARCHAR NOT NULL,
+    status        VARCHAR NOT NULL,  -- published | withheld
+    log_id        BIGINT NOT NULL,   -- the query_log row that released it
+    PRIMARY KEY (data_version, table_name, space, cell_key, analyst)
+);

@@ -26,13 +26,26 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
         "Income by sex and major",
         "SELECT sex, major, COUNT(*) AS students, AVG(income) AS mean_income "
         "FROM students GROUP BY sex, major",
-        "the female groups have fewer than k=3 students: their cells are suppressed",
+        "the female groups have fewer than k=3 students: suppressed; with the totals by major "
+        "released above, the male groups would give them away: suppressed as secondary cells",
     ),
     (
         "students",
         "Attack: isolate Baker, the only female EE student",
         "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Female'",
         "refused: the query set is a single student",
+    ),
+    (
+        "students",
+        "Income of EE students",
+        "SELECT SUM(income) AS income FROM students WHERE major = 'EE'",
+        "answered: four students",
+    ),
+    (
+        "students",
+        "Attack: differencing (seed 002) - EE minus male EE is Baker's income",
+        "SELECT SUM(income) AS income FROM students WHERE major = 'EE' AND sex = 'Male'",
+        "refused: with the EE total released before, this cell would give away Baker's income",
     ),
     (
         "students",
@@ -60,10 +73,16 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
     ),
     (
         "castro",
-        "Castro (2012) P x M counts and salaries (seed 000)",
-        "SELECT municipality, profession, COUNT(*) AS people, SUM(salary) AS salary "
-        "FROM castro GROUP BY municipality, profession",
-        "(M1,P1) has two people and (M2,P3) one: suppressed by the query-set-size control",
+        "Castro (2012) P x M salaries with both margins (seed 000)",
+        "SELECT municipality, profession, SUM(salary) AS salary "
+        "FROM castro GROUP BY CUBE (municipality, profession)",
+        "(M1,P1) two people, (M2,P3) one, (M3,P5) dominated: primary; secondary cells protect them",
+    ),
+    (
+        "castro",
+        "Castro: the municipality margin asked again on its own",
+        "SELECT municipality, SUM(salary) AS salary FROM castro GROUP BY municipality",
+        "the same totals as released in the table above: nothing new to withhold",
     ),
     (
         "hospital",

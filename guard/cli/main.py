@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from guard.cli.render import FORMATS, render_error, render_result
+from guard.cli.render import FORMATS, render_error, render_explanation, render_result
 from guard.core import Guard
 from guard.errors import GuardError, codes_for
 from guard.policy.load import load_policy
@@ -92,6 +92,23 @@ def query(policy: Path, analyst: str, state: Path | None, fmt: str, sql: str) ->
     with Guard.open(policy, state=state) as guard:
         result = guard.query(sql, analyst=analyst)
     render_result(result, fmt, _stdout(), _stderr())
+
+
+@main.command()
+@_POLICY
+@click.option("--analyst", required=True, help="Whose request to explain (declared in the policy).")
+@_STATE
+@click.argument("sql")
+@_guarded
+def explain(policy: Path, analyst: str, state: Path | None, sql: str) -> None:
+    """For data stewards: which cells SQL would have withheld and why, with each
+    withheld cell's feasibility interval against its protection level. Releases
+    nothing. The levels derive from confidential data: do not pass them to analysts."""
+    with Guard.open(policy, state=state) as guard:
+        explanation = guard.explain(sql, analyst=analyst)
+    out = _stdout()
+    render_result(explanation.result, "table", out, _stderr())
+    render_explanation(explanation, out)
 
 
 @main.command("check-policy")

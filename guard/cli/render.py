@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from guard.errors import GuardError
+from guard.explain import Explanation
 from guard.result import ProtectedResult
 
 __all__ = ["FORMATS", "render_error", "render_result", "result_table"]
@@ -66,3 +67,29 @@ def render_error(error: GuardError, fmt: str, out: Console, err: Console) -> Non
         return
     label = {"refused": "refused", "error": "error"}.get(error.status, "error")
     err.print(f"{label} ({type(error).__name__}): {error.message}", markup=False, highlight=False)
+
+
+def _number(x: float) -> str:
+    if x == float("inf"):
+        return "+inf"
+    if x == float("-inf"):
+        return "-inf"
+    return f"{x:,.6g}"
+
+
+def render_explanation(explanation: Explanation, out: Console) -> None:
+    """The withheld cells with their feasibility intervals vs. protection levels."""
+    if not explanation.cells:
+        out.print("no cell is withheld and none is sensitive", markup=False)
+        return
+    table = Table(title="withheld and sensitive cells (LP audit)", title_justify="left")
+    for name in ("cell", "quantity", "why", "interval", "width", "required", "ok"):
+        table.add_column(name, overflow="fold")
+    for c in explanation.cells:
+        ok = "" if c.meets is None else ("yes" if c.meets else "NO")
+        required = "" if c.required is None else _number(c.required)
+        interval = f"[{_number(c.low)}, {_number(c.high)}]"
+        table.add_row(c.cell, c.quantity, c.status, interval, _number(c.width), required, ok)
+    out.print(table)
+    for quantity, method in explanation.methods.items():
+        out.print(f"{quantity}: secondary suppression method {method}", markup=False)

@@ -20,13 +20,16 @@ from guard.policy.model import (
     Analyst,
     Column,
     Limits,
+    LinkScope,
     Policy,
     Protection,
     Role,
     Source,
     SourceKind,
+    SuppressionSettings,
     Table,
 )
+from guard.rules import Dominance, MinimumFrequency, PPercent, PriorPosterior, Rule
 
 __all__ = ["load_policy"]
 
@@ -90,6 +93,20 @@ class _Reader:
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):
             raise self.fail(f"expected true or false, got {_kind(value)}", key)
+        return value
+
+    def number(self, value: Any, key: str, minimum: float, maximum: float | None) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(f"expected a number, got {_kind(value)}", key)
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = "" if maximum is None else f" and at most {maximum:g}"
+            raise self.fail(f"must be at least {minimum:g}{upper}, got {value:g}", key)
+        return float(value)
+
+    def choice(self, value: Any, key: str, choices: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in choices:
+            hint = _did_you_mean(value, choices) if isinstance(value, str) else ""
+            raise self.fail(f"expected one of {', '.join(choices)}{hint}", key)
         return value
 
     def bounds(self, value: Any, key: str) -> tuple[float, float]:
@@ -178,11 +195,83 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
 
 
 def _protection(r: _Reader, value: Any) -> Protection:
-    m = r.mapping(value, ("min_query_set_size", "allow_full_population"))
+    m = r.mapping(value, ("min_query_set_size", "allow_full_population", "rules", "suppression"))
     default = Protection()
     k = r.integer(m.get("min_query_set_size", default.min_query_set_size), "min_query_set_size", 1)
     full = r.boolean(m.get("allow_full_population", default.allow_full_population), "allow_full_population")
-    return Protection(min_query_set_size=k, allow_full_population=full)
+    with r.at("rules"):
+        rules = _rules(r, m.get("rules"))
+    with r.at("suppression"):
+        suppression = _suppression(r, m.get("suppression"))
+    return Protection(min_query_set_size=k, allow_full_population=full, rules=rules, suppression=suppression)
+
+
+_RULE_KEYS = ("threshold", "dominance", "p_percent", "pq")
+
+
+def _rules(r: _Reader, value: Any) -> tuple[Rule, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise r.fail(f"expected a list of rules (each one of {', '.join(_RULE_KEYS)}), got {_kind(value)}")
+    rules: list[Rule] = []
+    for position, item in enumerate(value):
+        with r.at(str(position)):
+            m = r.mapping(item, _RULE_KEYS)
+            if len(m) != 1:
+                raise r.fail(f"each list item names exactly one rule: one of {', '.join(_RULE_KEYS)}")
+            ((kind, settings),) = m.items()
+            with r.at(kind):
+                rules.append(_rule(r, kind, settings))
+    names = [rule.name for rule in rules]
+    if len(set(names)) != len(names):
+        raise r.fail("a rule is listed twice with the same parameters")
+    return tuple(rules)
+
+
+def _rule(r: _Reader, kind: str, value: Any) -> Rule:
+    if kind == "threshold":
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = {"n": value}
+        m = r.mapping(value, ("n", "protection", "floor"), required=("n",))
+        fraction = r.number(m.get("protection", 0.1), "protection", 0.0, None)
+        floor = r.number(m.get("floor", 0.0), "floor", 0.0, None)
+        if fraction == 0 and floor == 0:
+            raise r.fail("protection and floor cannot both be 0: a sensitive cell would get no interval")
+        return MinimumFrequency(r.integer(m["n"], "n", 1), fraction=fraction, floor=floor)
+    if kind == "dominance":
+        m = r.mapping(value, ("n", "k"), required=("n", "k"))
+        k = r.number(m["k"], "k", 0.0, 1.0)
+        if k == 0:
+            raise r.fail("must be a fraction in (0, 1], e.g. 0.5 for 50 %", "k")
+        return Dominance(r.integer(m["n"], "n", 1), k)
+    m = r.mapping(value, ("p", "q", "coalition") if kind == "pq" else ("p", "coalition"), required=("p",))
+    coalition = r.integer(m.get("coalition", 1), "coalition", 0)
+    p = r.number(m["p"], "p", 0.0, 100.0)
+    if kind == "p_percent":
+        if not 0 < p < 100:
+            raise r.fail("must be a percentage strictly between 0 and 100", "p")
+        return PPercent(p, coalition)
+    if "q" not in m:
+        raise r.fail("is required (the prior precision in percent, p < q <= 100)", "q")
+    q = r.number(m["q"], "q", 0.0, 100.0)
+    if not 0 < p < q:
+        raise r.fail("needs 0 < p < q <= 100 (percent)")
+    return PriorPosterior(p, q, coalition)
+
+
+def _suppression(r: _Reader, value: Any) -> SuppressionSettings:
+    default = SuppressionSettings()
+    m = r.mapping(value, ("weight", "method", "optimal_limit", "time_limit", "linked"))
+    return SuppressionSettings(
+        weight=r.choice(m.get("weight", default.weight), "weight", ("value", "count")),
+        method=r.choice(m.get("method", default.method), "method", ("auto", "optimal", "heuristic")),
+        optimal_limit=r.integer(m.get("optimal_limit", default.optimal_limit), "optimal_limit", 0),
+        time_limit=r.number(m.get("time_limit", default.time_limit), "time_limit", 0.1, 3600.0),
+        linked=LinkScope(
+            r.choice(m.get("linked", default.linked.value), "linked", tuple(s.value for s in LinkScope))
+        ),
+    )
 
 
 def _limits(r: _Reader, value: Any) -> Limits:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+from guard.rules import Rule
 
 __all__ = [
     "Analyst",
     "Column",
     "Limits",
+    "LinkScope",
     "Policy",
     "Protection",
     "Role",
     "Source",
     "SourceKind",
+    "SuppressionSettings",
     "Table",
 ]
 
@@ -75,6 +79,33 @@ class Table:
         return tuple(c.name for c in self.columns if role is None or c.role is role)
 
 
+class LinkScope(Enum):
+    """Whose earlier releases a new table is protected together with (linked tables)."""
+
+    #: every analyst's releases: cells published to anyone are known (collusion-safe)
+    ALL = "all"
+    #: the same analyst's releases only
+    ANALYST = "analyst"
+    #: each answer on its own (only for policies whose analysts never share answers)
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class SuppressionSettings:
+    """Secondary cell suppression: see :mod:`guard.suppression` and policies/README.md."""
+
+    #: information loss of a withheld cell: "value" (its magnitude) or "count" (1)
+    weight: str = "value"
+    #: "auto" (optimal MILP for small tables, heuristic above ``optimal_limit``),
+    #: "optimal" or "heuristic"
+    method: str = "auto"
+    #: cells x sensitive cells up to which "auto" runs the MILP
+    optimal_limit: int = 5_000
+    #: seconds the MILP may run before the heuristic's pattern competes
+    time_limit: float = 5.0
+    linked: LinkScope = LinkScope.ALL
+
+
 @dataclass(frozen=True)
 class Protection:
     #: k: every released cell must cover at least k privacy units, and leave at least k
@@ -83,6 +114,9 @@ class Protection:
     #: release a cell whose query set is the whole table (its complement is empty, so
     #: it isolates nobody); false gives the strict textbook bound |QS| <= N - k
     allow_full_population: bool = True
+    #: sensitivity rules applied to every released cell (empty: query-set-size only)
+    rules: tuple[Rule, ...] = ()
+    suppression: SuppressionSettings = field(default_factory=SuppressionSettings)
 
 
 @dataclass(frozen=True)

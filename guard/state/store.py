@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
+import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,7 @@ import duckdb
 from guard.errors import BackendError
 from guard.sqlfiles import read_sql, statements
 
-__all__ = ["GENESIS", "LogRecord", "StateStore"]
+__all__ = ["GENESIS", "LogRecord", "Release", "StateStore"]
 
 GENESIS = "0" * 64
 _LOG_COLUMNS = (
@@ -60,6 +62,16 @@ class LogRecord:
     elapsed_ms: float | None = None
 
 
+@dataclass(frozen=True)
+class Release:
+    """One cell key of an answer and whether it was published or withheld."""
+
+    table: str
+    space: str
+    cell_key: str
+    status: str
+
+
 def _record_hash(prev_hash: str, ts: str, record: dict[str, Any]) -> str:
     body = json.dumps({"ts": ts, **record}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
@@ -88,8 +100,8 @@ class StateStore:
         last = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
         self._last_hash = last[0] if last else GENESIS
 
-    def append(self, record: LogRecord) -> int:
-        """Append one record and commit it; returns its id.
+    def append(self, record: LogRecord, releases: list[Release] | None = None) -> int:
+        """Append one record (and the cells it released) and commit it; returns its id.
 
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
@@ -136,13 +148,60 @@ class StateStore:
                         record_hash,
                     ],
                 ).fetchone()
+                assert row is not None
+                if releases:
+                    self._con.executemany(
+                        "INSERT OR IGNORE INTO released_cells VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            [
+                                record.data_version,
+                                c.table,
+                                c.space,
+                                c.cell_key,
+                                record.analyst,
+                                c.status,
+                                row[0],
+                            ]
+                            for c in releases
+                        ],
+                    )
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
                 self._con.execute("ROLLBACK")
                 raise BackendError(f"cannot write the query log: {str(exc).splitlines()[0]}") from None
             self._last_hash = record_hash
-            assert row is not None
             return int(row[0])
+
+    def released(self, data_version: str, table: str, analyst: str | None) -> list[tuple[str, str, str]]:
+        """(space, cell key, status) of every cell released on ``table`` at ``data_version``,
+        to ``analyst`` only or (None) to anyone; a cell published to anyone in scope
+        counts as published."""
+        query = (
+            "SELECT space, cell_key, CASE WHEN bool_or(status = 'published') THEN 'published' "
+            "ELSE 'withheld' END FROM released_cells WHERE data_version = ? AND table_name = ?"
+        )
+        params: list[Any] = [data_version, table]
+        if analyst is not None:
+            query += " AND analyst = ?"
+            params.append(analyst)
+        query += " GROUP BY space, cell_key"
+        with self._lock:
+            return [(str(a), str(b), str(c)) for a, b, c in self._con.execute(query, params).fetchall()]
+
+    def secret(self) -> bytes:
+        """The store's secret key (created once, readable by the owner only): seeds what
+        must look random to analysts yet repeat for the same table."""
+        path = self.path.parent / "secret.key"
+        with self._lock:
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                pass
+            key = secrets.token_bytes(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(key)
+            return key
 
     def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Log records, oldest first (the last ``limit`` when given)."""

@@ -46,6 +46,16 @@ def test_students_model() -> None:
     assert policy.state_dir == (ROOT / "state" / "students").resolve()
 
 
+def test_castro_rules_and_suppression() -> None:
+    from guard.policy.model import LinkScope
+    from guard.rules import Dominance, MinimumFrequency
+
+    policy = load_policy(ROOT / "policies" / "castro.yaml")
+    assert policy.protection.rules == (MinimumFrequency(3), Dominance(1, 0.5))
+    assert policy.protection.suppression.weight == "value"
+    assert policy.protection.suppression.linked is LinkScope.ALL
+
+
 def test_state_override(tmp_path: Path) -> None:
     assert load_policy(STUDENTS, state=tmp_path).state_dir == tmp_path.resolve()
 
@@ -114,6 +124,26 @@ CASES = [
         "protection.min_query_sett_size: unknown key (did you mean 'min_query_set_size'?)",
     ),
     ("protection.allow_full_population", "yes", "protection.allow_full_population: expected true or false"),
+    ("protection.rules", {"threshold": 3}, "protection.rules: expected a list of rules"),
+    ("protection.rules", [{"treshold": 3}], "rules.0.treshold: unknown key (did you mean 'threshold'?)"),
+    ("protection.rules", [{"threshold": 3, "dominance": {}}], "rules.0: each list item names exactly"),
+    ("protection.rules", [{"threshold": 0}], "protection.rules.0.threshold.n: must be at least 1"),
+    (
+        "protection.rules",
+        [{"threshold": {"n": 3, "protection": 0}}],
+        "protection.rules.0.threshold: protection and floor cannot both be 0",
+    ),
+    ("protection.rules", [{"dominance": {"n": 1}}], "protection.rules.0.dominance.k: is required"),
+    ("protection.rules", [{"dominance": {"n": 1, "k": 60}}], "dominance.k: must be at least 0 and at most 1"),
+    ("protection.rules", [{"dominance": {"n": 1, "k": 0}}], "dominance.k: must be a fraction in (0, 1]"),
+    ("protection.rules", [{"p_percent": {"p": 100}}], "p_percent.p: must be a percentage strictly between"),
+    ("protection.rules", [{"pq": {"p": 10}}], "protection.rules.0.pq.q: is required"),
+    ("protection.rules", [{"pq": {"p": 50, "q": 10}}], "protection.rules.0.pq: needs 0 < p < q <= 100"),
+    ("protection.rules", [{"threshold": 3}, {"threshold": {"n": 3}}], "a rule is listed twice"),
+    ("protection.suppression", {"weight": "size"}, "suppression.weight: expected one of value, count"),
+    ("protection.suppression", {"method": "optimum"}, "one of auto, optimal, heuristic (did you mean"),
+    ("protection.suppression", {"linked": "everyone"}, "linked: expected one of all, analyst, none"),
+    ("protection.suppression", {"time_limit": 0}, "suppression.time_limit: must be at least 0.1"),
     ("tabels", {}, "tabels: unknown key (did you mean 'tables'?)"),
     ("analysts", {}, "analysts: expected a mapping of analyst name to settings"),
     (

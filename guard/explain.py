@@ -1,0 +1,113 @@
+"""``guard explain``: each withheld cell's feasibility interval against its protection
+level, for data stewards and auditors (never for analysts: the levels are computed
+from confidential contributions)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from guard.protection.decide import Decision, SpaceReport
+from guard.protection.keys import readable
+from guard.result import ProtectedResult
+from guard.suppression import audit, failures
+
+__all__ = ["ExplainedCell", "Explanation", "explain_decision"]
+
+
+@dataclass(frozen=True)
+class ExplainedCell:
+    """One withheld (or sensitive) cell of the protection problem.
+
+    ``status``: "primary: <rules>", "secondary", or for cells outside this answer
+    "withheld earlier" / "never released". ``width`` is the feasibility interval's
+    width (``inf`` when unbounded); ``required`` the protection interval's width
+    (lower + upper level; None for a cell that needs none); ``meets`` whether the
+    interval reaches both levels.
+    """
+
+    cell: str
+    quantity: str
+    status: str
+    low: float
+    high: float
+    width: float
+    required: float | None
+    meets: bool | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    result: ProtectedResult
+    cells: tuple[ExplainedCell, ...]
+    #: per quantity: how the complementary cells were chosen ("none": no relations)
+    methods: dict[str, str]
+
+
+def explain_decision(result: ProtectedResult, decision: Decision, dimensions: Sequence[str]) -> Explanation:
+    cells: list[ExplainedCell] = []
+    methods = {}
+    for report in decision.reports:
+        methods[report.space] = report.method + (
+            " (proven optimal)" if report.optimal and report.table else ""
+        )
+        cells.extend(_space_cells(report, dimensions))
+    return Explanation(result, tuple(cells), methods)
+
+
+def _space_cells(report: SpaceReport, dimensions: Sequence[str]) -> list[ExplainedCell]:
+    sensitive = {k: v for k, v in report.requirements.items() if v.sensitive}
+    # this answer's withheld cells, and every sensitive cell they are linked with
+    shown = sorted((report.suppressed & report.current) | set(sensitive), key=repr)
+    if report.table is None:
+        # no relation publishes anything about these cells: only the a-priori bounds
+        return [
+            ExplainedCell(
+                readable(k, dimensions),
+                report.space,
+                _status(report, k),
+                -math.inf,
+                math.inf,
+                math.inf,
+                _required(report, k),
+                True,
+            )
+            for k in shown
+        ]
+    intervals = audit(report.table, report.suppressed, cells=shown)
+    failing = {f.key for f in failures(report.table, report.suppressed, sensitive)}
+    out = []
+    for key in shown:
+        low, high = intervals[key]
+        required = _required(report, key)
+        out.append(
+            ExplainedCell(
+                readable(key, dimensions),
+                report.space,
+                _status(report, key),
+                low,
+                high,
+                high - low,
+                required,
+                None if required is None else key not in failing,
+            )
+        )
+    return out
+
+
+def _status(report: SpaceReport, key: object) -> str:
+    verdict = report.requirements.get(key)  # type: ignore[call-overload]
+    if key not in report.current:
+        origin = "withheld earlier" if key in report.earlier else "never released"
+        return origin if verdict is None or not verdict.sensitive else f"{origin}; sensitive: {verdict.rule}"
+    if verdict is not None and verdict.sensitive:
+        return f"primary: {verdict.rule}"
+    return "secondary"
+
+
+def _required(report: SpaceReport, key: object) -> float | None:
+    verdict = report.requirements.get(key)  # type: ignore[call-overload]
+    if verdict is None or not verdict.sensitive:
+        return None
+    return float(verdict.lower + verdict.upper)

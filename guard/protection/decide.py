@@ -1,0 +1,360 @@
+"""Which cells of one answer to withhold: sensitive cells (primary suppression) and
+enough others (secondary suppression) that no sensitive cell can be recomputed from
+what this answer and the linked earlier releases publish.
+
+For each additive quantity (:func:`~guard.protection.keys.space_of`) the answer's cells
+are placed in the table's key space, next to the cells released earlier in the same
+scope (policy ``suppression.linked``). The additive relations between keys (a total is
+the sum of its members) are what an attacker can write down; for every relation the
+attacker knows, its unreleased members are fetched too (as cells nobody has seen), so
+each relation is complete and true. Then, on the connected part that touches this
+answer:
+
+* cells released before stay released (``kept``), cells withheld before stay withheld
+  (``forced``), so a repeated query gets the same pattern and a new pattern never
+  undoes an old one;
+* :func:`guard.suppression.suppress` chooses the complementary cells (HiGHS MILP or LP
+  heuristic, costs perturbed by a secret seed fixed per released table);
+* an independent LP audit (:func:`guard.suppression.failures`) re-checks every sensitive
+  cell's feasibility interval; a shortfall refuses the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from guard.cells import Cell, CellGrid
+from guard.errors import QueryRefused
+from guard.policy.model import Protection
+from guard.protection.keys import encode_key, space_of
+from guard.protection.sensitivity import is_frequency, judge
+from guard.query.shape import AggFunc, Aggregate, QueryShape
+from guard.rules import RuleVerdict
+from guard.suppression import (
+    TOTAL,
+    Key,
+    Method,
+    ProtectionInfeasible,
+    Relation,
+    SuppressionOptions,
+    Table,
+    Weight,
+    failures,
+    suppress,
+)
+
+__all__ = [
+    "PUBLISHED",
+    "WITHHELD",
+    "Decision",
+    "Linking",
+    "SpaceReport",
+    "Withheld",
+    "decide",
+    "pattern",
+    "relations_between",
+    "with_sums",
+]
+
+PUBLISHED = "published"
+WITHHELD = "withheld"
+
+#: which dimensions a key fixes (True) or adds over (False)
+Pattern = tuple[bool, ...]
+#: (space, patterns) -> every non-empty cell of those patterns over the whole table
+Fetch = Callable[[str, Sequence[Pattern]], Mapping[Key, Cell]]
+
+
+@dataclass(frozen=True)
+class Linking:
+    """What the answer is protected together with.
+
+    Attributes:
+        dimensions: the protected table's dimensions, in policy order (the key space).
+        fixed: key positions the answer's filter fixes; None when its filter is not a
+            key (its cells then form a table of their own, linked to nothing).
+        history: per space, the keys released earlier in scope and their status.
+        fetch: computes cells of given patterns over the whole table.
+        seed: the secret seed of a released table, from its space and keys (and,
+            in the caller's closure, the data version and the query's canonical key).
+        lower_bounds: per sum space, the a-priori lower bound of a cell (0 or -inf).
+    """
+
+    dimensions: tuple[str, ...]
+    fixed: Mapping[int, str] | None
+    history: Mapping[str, Mapping[Key, str]]
+    fetch: Fetch | None
+    seed: Callable[[str, Sequence[Key]], int | None]
+    lower_bounds: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """Why one cell is withheld: ``kind`` is "primary" (with the rules that found it
+    sensitive) or "secondary"."""
+
+    kind: str
+    rule: str = ""
+
+
+@dataclass(frozen=True)
+class SpaceReport:
+    """The protection problem of one quantity, for ``guard explain`` (holds hidden
+    values and protection levels: never shown to analysts)."""
+
+    space: str
+    table: Table | None
+    suppressed: frozenset[Key]
+    requirements: Mapping[Key, RuleVerdict]
+    current: frozenset[Key]
+    method: str
+    optimal: bool
+    #: cells of the problem released (published or withheld) by earlier answers
+    earlier: frozenset[Key] = frozenset()
+
+
+@dataclass(frozen=True)
+class Decision:
+    withheld: dict[tuple[int, int], Withheld]
+    #: per space: the answer's keys and whether each was published or withheld
+    releases: dict[str, dict[Key, str]]
+    reports: list[SpaceReport]
+
+
+def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking) -> Decision:
+    """Withhold what the rules and the secondary suppression say, for every aggregate.
+
+    ``shape`` must hold, for every sum space, a SUM aggregate (see :func:`value_aggregates`).
+
+    Raises:
+        QueryRefused: no pattern protects every sensitive cell given what was released
+            before, or the LP audit finds a sensitive cell too narrowly bounded.
+    """
+    fixed = dict(linking.fixed) if linking.fixed is not None else {}
+    keys = [
+        encode_key(
+            linking.dimensions,
+            shape.group_by,
+            grid.keys[r],
+            grid.rolled_up[r] if grid.rolled_up else (),
+            fixed,
+        )
+        for r in range(len(grid.keys))
+    ]
+    withheld: dict[tuple[int, int], Withheld] = {}
+    releases: dict[str, dict[Key, str]] = {}
+    reports: list[SpaceReport] = []
+    for space, (value_index, members) in value_aggregates(shape).items():
+        current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
+        verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
+        linked = linking.fixed is not None
+        history = linking.history.get(space, {}) if linked else {}
+        report = _protect_space(space, current, verdicts, history, linking, protection)
+        reports.append(report)
+        status: dict[Key, str] = {}
+        for r, key in enumerate(keys):
+            hidden = key in report.suppressed
+            status[key] = WITHHELD if hidden else PUBLISHED
+            if not hidden:
+                continue
+            verdict = verdicts[key]
+            reason = Withheld("primary", verdict.rule) if verdict.sensitive else Withheld("secondary")
+            for a in members:
+                withheld[(r, a)] = reason
+        if linked:
+            releases[space] = status
+    return Decision(withheld, releases, reports)
+
+
+def value_aggregates(shape: QueryShape) -> dict[str, tuple[int, list[int]]]:
+    """Per space: the aggregate whose value the space's table holds, and every
+    aggregate of the space (an AVG follows its space's SUM)."""
+    spaces: dict[str, tuple[int, list[int]]] = {}
+    for i, aggregate in enumerate(shape.aggregates):
+        space = space_of(aggregate)
+        holder, members = spaces.get(space, (-1, []))
+        if holder < 0 and aggregate.func is not AggFunc.AVG:
+            holder = i
+        spaces[space] = (holder, [*members, i])
+    for space, (holder, _) in spaces.items():
+        if holder < 0:
+            raise ValueError(f"the cell query has no SUM for {space}; add it with with_sums()")
+    return spaces
+
+
+def _protect_space(
+    space: str,
+    current: dict[Key, Cell],
+    verdicts: dict[Key, RuleVerdict],
+    history: Mapping[Key, str],
+    linking: Linking,
+    protection: Protection,
+) -> SpaceReport:
+    sensitive_now = frozenset(k for k, v in verdicts.items() if v.sensitive)
+    cells: Mapping[Key, Cell] = current
+    if history and linking.fetch is not None:
+        cells = _with_history(space, current, history, linking)
+    relations = relations_between(cells)
+    component = _component(cells, current, relations)
+    relations = tuple(r for r in relations if r.total in component)
+    if not relations:
+        return SpaceReport(space, None, sensitive_now, verdicts, frozenset(current), "none", True)
+
+    others = {k: judge(component[k], space, protection) for k in component if k not in current}
+    requirements = {k: v for k, v in {**verdicts, **others}.items() if v.sensitive}
+    kept = {k for k in component if history.get(k) == PUBLISHED}
+    forced = {k for k in component if history.get(k) == WITHHELD or k not in current} - kept
+    if any(k in kept for k in requirements):
+        # published earlier under other settings: it cannot be withdrawn now
+        raise QueryRefused(_REFUSED_LINKED)
+    table = _table(space, component, relations, linking)
+    settings = protection.suppression
+    options = SuppressionOptions(
+        weight=Weight(settings.weight),
+        method=None if settings.method == "auto" else Method(settings.method),
+        optimal_limit=settings.optimal_limit,
+        time_limit=settings.time_limit,
+    )
+    seed = linking.seed(space, sorted(current, key=repr))
+    try:
+        result = suppress(table, requirements, options=options, seed=seed, forced=forced, kept=kept)
+    except ProtectionInfeasible:
+        raise QueryRefused(_REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
+    if failures(table, result.suppressed, requirements):
+        raise QueryRefused(
+            "refused by the LP audit of cell suppression: a sensitive cell would keep too narrow an "
+            "interval; ask for fewer cells (fewer totals or grouping levels)"
+        )
+    return SpaceReport(
+        space,
+        table,
+        frozenset(result.suppressed),
+        requirements,
+        frozenset(current),
+        result.method.value,
+        result.optimal,
+        frozenset(k for k in component if k in history),
+    )
+
+
+_REFUSED_LINKED = (
+    "refused by secondary cell suppression: together with cells released earlier, this answer "
+    "would let a protected cell be recomputed; ask for other groupings or filters"
+)
+_REFUSED_INFEASIBLE = (
+    "refused by secondary cell suppression: no set of withheld cells protects every sensitive "
+    "cell of this table; ask for fewer totals or coarser groups"
+)
+
+
+def pattern(key: Key) -> Pattern:
+    """Which positions of ``key`` hold a value (True) rather than a total."""
+    return tuple(k is not TOTAL for k in key)
+
+
+def _finer(p: Pattern, q: Pattern) -> bool:
+    """Cells of pattern ``q`` split cells of pattern ``p`` (q fixes strictly more)."""
+    return p != q and all(b or not a for a, b in zip(p, q, strict=True))
+
+
+def _with_history(
+    space: str, current: Mapping[Key, Cell], history: Mapping[Key, str], linking: Linking
+) -> Mapping[Key, Cell]:
+    """The answer's cells plus every cell of the earlier released patterns that relate
+    to them, computed over the whole table (cells nobody has seen included, so each
+    relation between patterns is complete)."""
+    assert linking.fetch is not None
+    own = {pattern(k) for k in current}
+    earlier = {pattern(k) for k in history}
+    involved = set(own)
+    grown = True
+    while grown:
+        related = {h for h in earlier - involved if any(_finer(h, p) or _finer(p, h) for p in involved)}
+        involved |= related
+        grown = bool(related)
+    if involved == own:
+        return current
+    got = linking.fetch(space, sorted(involved))
+    cells = {k: c for k, c in got.items() if pattern(k) in involved}
+    cells.update(current)
+    return cells
+
+
+def relations_between(cells: Mapping[Key, Cell] | Sequence[Key]) -> tuple[Relation, ...]:
+    """``total = Σ members`` for each cell and each next finer pattern present.
+
+    Assumes every pattern is complete under each of its totals (true for one GROUP BY
+    answer within its filter, and for whole patterns fetched from the data). Patterns
+    are linked only to the next finer patterns present (the Hasse diagram), so a grand
+    total next to a two-way table without one-way margins still relates to its cells.
+    """
+    by_pattern: dict[Pattern, list[Key]] = {}
+    for key in cells:
+        by_pattern.setdefault(pattern(key), []).append(key)
+    patterns = sorted(by_pattern)
+    relations: list[Relation] = []
+    for p in patterns:
+        finer = [q for q in patterns if _finer(p, q)]
+        for q in finer:
+            if any(_finer(p, r) and _finer(r, q) for r in finer):
+                continue
+            fixed = [i for i, v in enumerate(p) if v]
+            members: dict[tuple[object, ...], list[Key]] = {}
+            for key in by_pattern[q]:
+                members.setdefault(tuple(key[i] for i in fixed), []).append(key)
+            for total in by_pattern[p]:
+                group = members.get(tuple(total[i] for i in fixed))
+                if group:
+                    relations.append(Relation(total, tuple(group)))
+    return tuple(relations)
+
+
+def _component(
+    cells: Mapping[Key, Cell], current: Mapping[Key, Cell], relations: Sequence[Relation]
+) -> dict[Key, Cell]:
+    """The cells linked to the answer's cells through relations."""
+    neighbours: dict[Key, set[Key]] = {}
+    for relation in relations:
+        group = (relation.total, *relation.members)
+        for k in group:
+            neighbours.setdefault(k, set()).update(group)
+    seen = set(current)
+    stack = list(current)
+    while stack:
+        for other in neighbours.get(stack.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                stack.append(other)
+    return {k: cells[k] for k in cells if k in seen}
+
+
+def _table(
+    space: str, component: Mapping[Key, Cell], relations: Sequence[Relation], linking: Linking
+) -> Table:
+    values = {k: float(c.value) if c.value is not None else 0.0 for k, c in component.items()}
+    lower = 0.0
+    if not is_frequency(space):
+        declared = linking.lower_bounds.get(space)
+        lower = declared if declared is not None else (0.0 if min(values.values()) >= 0 else -math.inf)
+    try:
+        return Table.from_cells(values, lower={k: lower for k in values}, relations=relations)
+    except ValueError:
+        raise QueryRefused(
+            "refused by cell suppression: the cells of this answer do not add up exactly to their "
+            "totals (floating-point measure); ask without totals"
+        ) from None
+
+
+def with_sums(shape: QueryShape) -> QueryShape:
+    """``shape`` with a SUM(col) appended for every AVG(col) without one: the sum
+    space's table holds sums (never released themselves: outputs do not name them)."""
+    have = {space_of(a) for a in shape.aggregates if a.func is not AggFunc.AVG}
+    extra: list[Aggregate] = []
+    for aggregate in shape.aggregates:
+        space = space_of(aggregate)
+        if space not in have:
+            have.add(space)
+            extra.append(Aggregate(AggFunc.SUM, aggregate.column))
+    return replace(shape, aggregates=(*shape.aggregates, *extra)) if extra else shape

@@ -1,0 +1,70 @@
+"""Which cells are sensitive, and how much protection each needs.
+
+Every cell is judged by the query-set-size control and by the policy's rules:
+
+* frequency cells (COUNT) are judged by the threshold rules only, on the number of
+  respondents; their protection level is never below 1 (counts are integers, so an
+  interval narrower than ±1 around a count pins it);
+* magnitude cells (SUM, and AVG judged as the sum it implies) by every rule, on the
+  per-respondent contributions the backend computed (summed per privacy unit inside the
+  cell; negative contributions by magnitude, see :mod:`guard.rules.contributions`).
+
+A cell the query-set-size control withholds needs protection like a threshold-rule
+cell: ``max(0.1 · |value|, floor)`` each way, so a withheld small cell can never be
+recomputed from totals released beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from guard.cells import Cell
+from guard.controls import query_set_size as qss
+from guard.policy.model import Protection
+from guard.rules import CellContributions, MinimumFrequency, Rule, RuleVerdict, combine
+
+__all__ = ["SIZE_PROTECTION", "is_frequency", "judge"]
+
+#: share of a withheld cell's value its interval must leave open each way when the
+#: query-set-size control (not a configured rule) withheld it
+SIZE_PROTECTION = 0.1
+
+
+def is_frequency(space: str) -> bool:
+    return space.startswith("count(")
+
+
+def judge(cell: Cell, space: str, protection: Protection) -> RuleVerdict:
+    """The combined verdict of the query-set-size control and the rules on one cell."""
+    frequency = is_frequency(space)
+    floor = 1.0 if frequency else 0.0
+    verdicts: list[RuleVerdict] = []
+    k, full = protection.min_query_set_size, protection.allow_full_population
+    if not qss.releasable(cell.units, cell.population, k, full):
+        level = max(SIZE_PROTECTION * abs(float(cell.value or 0)), floor)
+        verdicts.append(RuleVerdict(f"{qss.NAME}(k={k})", True, upper=level, lower=level))
+    if protection.rules and cell.units > 0:
+        verdicts.extend(
+            rule(_contributions(cell, frequency)) for rule in _applicable(protection.rules, frequency)
+        )
+    return combine(verdicts)
+
+
+def _applicable(rules: Sequence[Rule], frequency: bool) -> list[Rule]:
+    if not frequency:
+        return list(rules)
+    # a count table is protected by the threshold rule; a level below 1 protects no count
+    return [
+        MinimumFrequency(r.threshold, r.fraction, max(r.floor, 1.0))
+        for r in rules
+        if isinstance(r, MinimumFrequency)
+    ]
+
+
+def _contributions(cell: Cell, frequency: bool) -> CellContributions:
+    if frequency:
+        return CellContributions(total=abs(float(cell.value or 0)), contributors=cell.units)
+    magnitude = cell.magnitude if cell.magnitude is not None else abs(float(cell.value or 0))
+    top = tuple(sorted((abs(float(x)) for x in cell.top), reverse=True))
+    # the engine sums in another order than fsum: never let rounding make top > total
+    return CellContributions(total=max(magnitude, sum(top)), contributors=cell.units, top=top)

@@ -1,0 +1,112 @@
+"""Tables released one after the other are protected together (issue 3, linked tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from guard import Guard
+from guard.errors import QueryRefused
+from guard.suppression import TOTAL, Key, failures
+from tests.protection.conftest import castro_truth
+
+DETAIL = "SELECT municipality, profession, SUM(salary) FROM castro GROUP BY municipality, profession"
+BY_TOWN = "SELECT municipality, SUM(salary) FROM castro GROUP BY municipality"
+BY_JOB = "SELECT profession, SUM(salary) FROM castro GROUP BY profession"
+TOTAL_SQL = "SELECT SUM(salary) FROM castro"
+
+
+def _published(guard: Guard, queries: list[tuple[str, str]]) -> set[Key]:
+    """Cells the attacker holds after ``queries`` (refused ones publish nothing)."""
+    known: set[Key] = set()
+    for analyst, sql in queries:
+        try:
+            result = guard.query(sql, analyst)
+        except QueryRefused:
+            continue
+        names = result.columns
+        for row in result.rows:
+            if row[-1] is None:
+                continue
+            m = row[names.index("municipality")] if "municipality" in names else TOTAL
+            p = row[names.index("profession")] if "profession" in names else TOTAL
+            known.add((m, p))
+    return known
+
+
+def _attacker_fails(known: set[Key]) -> None:
+    table, verdicts = castro_truth()
+    requirements = {k: v for k, v in verdicts.items() if v.sensitive}
+    hidden = set(table.keys) - known
+    assert failures(table, hidden, requirements) == []
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        [DETAIL, BY_TOWN, BY_JOB, TOTAL_SQL],
+        [TOTAL_SQL, BY_JOB, BY_TOWN, DETAIL],
+        [BY_TOWN, DETAIL, TOTAL_SQL, BY_JOB],
+        [TOTAL_SQL, DETAIL],
+    ],
+)
+def test_margins_released_later_never_reveal_a_suppressed_cell(castro: Guard, order: list[str]) -> None:
+    _attacker_fails(_published(castro, [("alice", sql) for sql in order]))
+
+
+def test_a_margin_after_the_detail_withholds_the_totals_of_suppressed_cells(castro: Guard) -> None:
+    detail = castro.query(DETAIL, "alice")
+    assert sum(row[2] is None for row in detail.rows) == 3  # no relation inside: primaries only
+    towns = castro.query(BY_TOWN, "alice")
+    # each town has a withheld cell, so each town total would give it away
+    assert [row[1] for row in towns.rows] == [None, None, None]
+    assert "secondary" in " ".join(towns.notes)
+
+
+def test_grand_total_before_the_detail_links_through_unreleased_margins(castro: Guard) -> None:
+    assert castro.explain(DETAIL, "alice").methods["sum(salary)"] == "none"  # nothing to link yet
+    castro.query(TOTAL_SQL, "alice")
+    # the total relates to the detail cells although no margin was released: the three
+    # primaries now share one published sum (745), which still leaves each wide enough
+    explanation = castro.explain(DETAIL, "alice")
+    assert explanation.methods["sum(salary)"] != "none"
+    assert all(c.meets for c in explanation.cells if c.required is not None)
+    assert any(c.high < float("inf") for c in explanation.cells)
+
+
+def test_colluding_analysts_share_one_history_by_default(castro: Guard) -> None:
+    _attacker_fails(_published(castro, [("alice", DETAIL), ("bob", BY_TOWN), ("bob", BY_JOB)]))
+
+
+def test_analyst_scope_protects_each_analyst_separately(open_variant: Callable[..., Guard]) -> None:
+    def per_analyst(policy: dict[str, Any]) -> None:
+        policy["protection"]["suppression"]["linked"] = "analyst"
+
+    guard = open_variant("castro", per_analyst)
+    guard.query(DETAIL, "alice")
+    assert [row[1] for row in guard.query(BY_TOWN, "alice").rows] == [None, None, None]
+    assert all(row[1] is not None for row in guard.query(BY_TOWN, "bob").rows)
+
+
+def test_history_survives_a_restart(tmp_path: Any) -> None:
+    from tests.conftest import POLICIES
+
+    with Guard.open(POLICIES / "castro.yaml", state=tmp_path / "s") as guard:
+        guard.query(DETAIL, "alice")
+    with Guard.open(POLICIES / "castro.yaml", state=tmp_path / "s") as guard:
+        assert [row[1] for row in guard.query(BY_TOWN, "alice").rows] == [None, None, None]
+
+
+def test_baker_differencing_is_refused(students: Guard) -> None:
+    """Seed 002: SUM(income) for EE minus for male EE is Baker's income."""
+    ee = students.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice")
+    assert ee.rows == [[240000]]
+    with pytest.raises(QueryRefused, match="secondary cell suppression"):
+        students.query("SELECT SUM(income) FROM students WHERE sex = 'Male' AND major = 'EE'", "alice")
+    # the other analyst cannot complete the pair either (collusion)
+    with pytest.raises(QueryRefused, match="secondary cell suppression"):
+        students.query("SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'", "bob")
+    refused = [r for r in students.log() if r["decision"] == "refused"]
+    assert len(refused) == 2 and all("50000" not in r["reason"] for r in refused)
