@@ -26,7 +26,7 @@ from guard.protection.keys import aggregate_of, encode_key, fixed_positions, key
 from guard.query.analyze import analyze
 from guard.query.parse import parse
 from guard.query.rewrite import rewrite
-from guard.query.shape import QueryShape
+from guard.query.shape import Predicate, QueryShape
 from guard.query.validate import validate
 from guard.result import ProtectedResult
 from guard.rules import depth
@@ -189,8 +189,9 @@ class Guard:
             digest = hmac.new(secret, message.encode(), hashlib.sha256).digest()
             return int.from_bytes(digest[:8], "big")
 
-        def fetch(space: str, patterns: Sequence[Pattern]) -> dict[Key, Cell]:
-            return self._cells_of_patterns(table, info, dimensions, space, patterns)
+        def fetch(space: str, patterns: Sequence[Pattern], filtered: bool) -> dict[Key, Cell]:
+            predicates = shape.predicates if filtered else ()
+            return self._cells_of_patterns(table, info, dimensions, space, patterns, predicates)
 
         lower_bounds: dict[str, float] = {}
         for column in table.columns:
@@ -205,14 +206,16 @@ class Guard:
         dimensions: Sequence[str],
         space: str,
         patterns: Sequence[Pattern],
+        predicates: tuple[Predicate, ...],
     ) -> dict[Key, Cell]:
-        """Every non-empty cell of ``patterns`` over the whole table, in one backend query."""
+        """Every non-empty cell of ``patterns`` over the rows ``predicates`` select, in one
+        backend query."""
         used = tuple(d for j, d in enumerate(dimensions) if any(p[j] for p in patterns))
         sets = tuple(tuple(d for j, d in enumerate(dimensions) if p[j]) for p in patterns)
         plain = len(sets) == 1 and sets[0] == used
         shape = QueryShape(
             table=table.name,
-            predicates=(),
+            predicates=predicates,
             group_by=used,
             grouping_sets=() if plain else sets,
             aggregates=(aggregate_of(space),),

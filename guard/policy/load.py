@@ -262,12 +262,13 @@ def _rule(r: _Reader, kind: str, value: Any) -> Rule:
 
 def _suppression(r: _Reader, value: Any) -> SuppressionSettings:
     default = SuppressionSettings()
-    m = r.mapping(value, ("weight", "method", "optimal_limit", "time_limit", "linked"))
+    m = r.mapping(value, ("weight", "method", "optimal_limit", "time_limit", "linked", "audit_limit"))
     return SuppressionSettings(
         weight=r.choice(m.get("weight", default.weight), "weight", ("value", "count")),
         method=r.choice(m.get("method", default.method), "method", ("auto", "optimal", "heuristic")),
         optimal_limit=r.integer(m.get("optimal_limit", default.optimal_limit), "optimal_limit", 0),
         time_limit=r.number(m.get("time_limit", default.time_limit), "time_limit", 0.1, 3600.0),
+        audit_limit=r.integer(m.get("audit_limit", default.audit_limit), "audit_limit", 0),
         linked=LinkScope(
             r.choice(m.get("linked", default.linked.value), "linked", tuple(s.value for s in LinkScope))
         ),

@@ -104,6 +104,9 @@ class SuppressionSettings:
     #: seconds the MILP may run before the heuristic's pattern competes
     time_limit: float = 5.0
     linked: LinkScope = LinkScope.ALL
+    #: tables (cells) up to which every pattern is re-checked by an independent LP audit
+    #: besides its certificates (two LPs per sensitive cell: ~10 s at 100 x 100)
+    audit_limit: int = 2_500
 
 
 @dataclass(frozen=True)

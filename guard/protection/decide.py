@@ -15,12 +15,15 @@ answer:
   undoes an old one;
 * :func:`guard.suppression.suppress` chooses the complementary cells (HiGHS MILP or LP
   heuristic, costs perturbed by a secret seed fixed per released table);
-* an independent LP audit (:func:`guard.suppression.failures`) re-checks every sensitive
-  cell's feasibility interval; a shortfall refuses the answer.
+* the pattern's intervals are proven inside :func:`~guard.suppression.suppress` (exact
+  certificates, or LP audit and repair); for tables up to ``suppression.audit_limit``
+  cells an independent LP audit (:func:`guard.suppression.failures`) re-checks every
+  sensitive cell's feasibility interval; a shortfall refuses the answer.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,8 +66,13 @@ WITHHELD = "withheld"
 
 #: which dimensions a key fixes (True) or adds over (False)
 Pattern = tuple[bool, ...]
-#: (space, patterns) -> every non-empty cell of those patterns over the whole table
-Fetch = Callable[[str, Sequence[Pattern]], Mapping[Key, Cell]]
+#: (space, patterns, filtered) -> every non-empty cell of those patterns over the whole
+#: table, or (filtered) over the rows the answer's own filter selects
+Fetch = Callable[[str, Sequence[Pattern], bool], Mapping[Key, Cell]]
+
+#: largest attacker view (cells) solved with the common refinement of the released
+#: patterns; above it only their common margins are added
+MAX_REFINEMENT_CELLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,8 @@ class Linking:
         fixed: key positions the answer's filter fixes; None when its filter is not a
             key (its cells then form a table of their own, linked to nothing).
         history: per space, the keys released earlier in scope and their status.
-        fetch: computes cells of given patterns over the whole table.
+        fetch: computes cells of given patterns over the whole table (or the rows
+            the answer's filter selects).
         seed: the secret seed of a released table, from its space and keys (and,
             in the caller's closure, the data version and the query's canonical key).
         lower_bounds: per sum space, the a-priori lower bound of a cell (0 or -inf).
@@ -194,8 +203,8 @@ def _protect_space(
 ) -> SpaceReport:
     sensitive_now = frozenset(k for k, v in verdicts.items() if v.sensitive)
     cells: Mapping[Key, Cell] = current
-    if history and linking.fetch is not None:
-        cells = _with_history(space, current, history, linking)
+    if linking.fetch is not None:
+        cells = _attacker_view(space, current, history, linking)
     relations = relations_between(cells)
     component = _component(cells, current, relations)
     relations = tuple(r for r in relations if r.total in component)
@@ -222,7 +231,10 @@ def _protect_space(
         result = suppress(table, requirements, options=options, seed=seed, forced=forced, kept=kept)
     except ProtectionInfeasible:
         raise QueryRefused(_REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
-    if failures(table, result.suppressed, requirements):
+    # every sensitive cell's interval is already proven by a certificate (a feasible point
+    # of the audit LP at each end) or LP-audited inside suppress(); small tables are
+    # audited once more, independently, by LP
+    if len(table) <= settings.audit_limit and failures(table, result.suppressed, requirements):
         raise QueryRefused(
             "refused by the LP audit of cell suppression: a sensitive cell would keep too narrow an "
             "interval; ask for fewer cells (fewer totals or grouping levels)"
@@ -259,27 +271,58 @@ def _finer(p: Pattern, q: Pattern) -> bool:
     return p != q and all(b or not a for a, b in zip(p, q, strict=True))
 
 
-def _with_history(
+def _lattice(patterns: set[Pattern]) -> set[Pattern]:
+    """``patterns`` closed under meet (common margins) and join (common refinements)."""
+    closed = set(patterns)
+    while True:
+        grown = set()
+        for p, q in itertools.combinations(sorted(closed), 2):
+            grown.add(tuple(a and b for a, b in zip(p, q, strict=True)))
+            grown.add(tuple(a or b for a, b in zip(p, q, strict=True)))
+        grown -= closed
+        if not grown:
+            return closed
+        closed |= grown
+
+
+def _attacker_view(
     space: str, current: Mapping[Key, Cell], history: Mapping[Key, str], linking: Linking
 ) -> Mapping[Key, Cell]:
-    """The answer's cells plus every cell of the earlier released patterns that relate
-    to them, computed over the whole table (cells nobody has seen included, so each
-    relation between patterns is complete)."""
+    """The answer's cells, the earlier released cells, and the unreleased cells an
+    attacker reasons with: the common margins of released patterns (two margins of one
+    table both sum to its total) and, up to :data:`MAX_REFINEMENT_CELLS`, their common
+    refinement (every released cell is a sum of non-negative cells of it), so each
+    relation an attacker can write down is in the problem."""
     assert linking.fetch is not None
     own = {pattern(k) for k in current}
-    earlier = {pattern(k) for k in history}
-    involved = set(own)
-    grown = True
-    while grown:
-        related = {h for h in earlier - involved if any(_finer(h, p) or _finer(p, h) for p in involved)}
-        involved |= related
-        grown = bool(related)
-    if involved == own:
-        return current
-    got = linking.fetch(space, sorted(involved))
-    cells = {k: c for k, c in got.items() if pattern(k) in involved}
+    released = own | {pattern(k) for k in history}
+    full = _lattice(released)
+    if full == own and not history:
+        return current  # one GROUP BY, ROLLUP or CUBE: its patterns are already closed
+    filtered = linking.fixed is None  # the answer's own filter applies to every pattern
+    got = linking.fetch(space, sorted(full), filtered)
+    if len(got) > MAX_REFINEMENT_CELLS:
+        # too fine to solve online: keep the common margins only (every exact
+        # recomputation by differences is still seen; Fréchet-type bounds are not)
+        margins = _meets(released)
+        if margins == own and not history:
+            return current
+        got = {k: c for k, c in got.items() if pattern(k) in margins}
+    cells = dict(got)
     cells.update(current)
     return cells
+
+
+def _meets(patterns: set[Pattern]) -> set[Pattern]:
+    closed = set(patterns)
+    while True:
+        grown = {
+            tuple(a and b for a, b in zip(p, q, strict=True)) for p, q in itertools.combinations(closed, 2)
+        }
+        grown -= closed
+        if not grown:
+            return closed
+        closed |= grown
 
 
 def relations_between(cells: Mapping[Key, Cell] | Sequence[Key]) -> tuple[Relation, ...]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from guard.errors import BackendError
 from guard.sqlfiles import read_sql, statements
@@ -150,27 +151,33 @@ class StateStore:
                 ).fetchone()
                 assert row is not None
                 if releases:
-                    self._con.executemany(
-                        "INSERT OR IGNORE INTO released_cells VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [
-                            [
-                                record.data_version,
-                                c.table,
-                                c.space,
-                                c.cell_key,
-                                record.analyst,
-                                c.status,
-                                row[0],
-                            ]
-                            for c in releases
-                        ],
-                    )
+                    self._insert_releases(record, releases, int(row[0]))
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
                 self._con.execute("ROLLBACK")
                 raise BackendError(f"cannot write the query log: {str(exc).splitlines()[0]}") from None
             self._last_hash = record_hash
             return int(row[0])
+
+    def _insert_releases(self, record: LogRecord, releases: list[Release], log_id: int) -> None:
+        # one bulk insert from a data frame: executemany inserts row by row (seconds for
+        # a few thousand cells)
+        frame = pd.DataFrame(
+            {
+                "data_version": [record.data_version] * len(releases),
+                "table_name": [c.table for c in releases],
+                "space": [c.space for c in releases],
+                "cell_key": [c.cell_key for c in releases],
+                "analyst": [record.analyst] * len(releases),
+                "status": [c.status for c in releases],
+                "log_id": [log_id] * len(releases),
+            }
+        )
+        self._con.register("_releases", frame)
+        try:
+            self._con.execute("INSERT OR IGNORE INTO released_cells SELECT * FROM _releases")
+        finally:
+            self._con.unregister("_releases")
 
     def released(self, data_version: str, table: str, analyst: str | None) -> list[tuple[str, str, str]]:
         """(space, cell key, status) of every cell released on ``table`` at ``data_version``,

@@ -152,3 +152,29 @@ def test_console_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 3 and json.loads(done.stdout)["error"] == "QueryRejected"
     assert "Traceback" not in done.stderr
+
+
+def test_explain_shows_intervals_and_releases_nothing(tmp_path: Path) -> None:
+    castro = str(ROOT / "policies/castro.yaml")
+    sql = "SELECT municipality, profession, SUM(salary) FROM castro GROUP BY CUBE (municipality, profession)"
+    code, out, _ = run("explain", "--policy", castro, "--analyst", "alice", "--state", str(tmp_path), sql)
+    assert code == 0
+    assert "withheld and sensitive" in out and "profession=P3" in out
+    assert "primary" in out and "secondary" in out and " NO " not in out
+    code, out, _ = run("log", "--policy", castro, "--state", str(tmp_path), "--format", "json")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["decision"] for r in records] == ["explained"] and records[0]["rows"] is None
+    # nothing was released: a later margin by municipality is answered in full
+    code, out, _ = run(
+        "query",
+        "--policy",
+        castro,
+        "--analyst",
+        "alice",
+        "--state",
+        str(tmp_path),
+        "--format",
+        "json",
+        "SELECT municipality, SUM(salary) FROM castro GROUP BY municipality",
+    )
+    assert code == 0 and None not in [row[1] for row in json.loads(out)["rows"]]
