@@ -60,6 +60,21 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str]) -> list[Explain
     sensitive = {k: v for k, v in report.requirements.items() if v.sensitive}
     # this answer's withheld cells, and every sensitive cell they are linked with
     shown = sorted((report.suppressed & report.current) | set(sensitive), key=repr)
+    if report.method == "replayed":
+        # decided by the earlier release of the same cells (explain that one instead)
+        return [
+            ExplainedCell(
+                readable(k, dimensions),
+                report.space,
+                _status(report, k) + " (as released before)",
+                math.nan,
+                math.nan,
+                math.nan,
+                _required(report, k),
+                None,
+            )
+            for k in shown
+        ]
     if report.table is None:
         # no relation publishes anything about these cells: only the a-priori bounds
         return [

@@ -101,8 +101,8 @@ class SuppressionSettings:
     method: str = "auto"
     #: cells x sensitive cells up to which "auto" runs the MILP
     optimal_limit: int = 5_000
-    #: seconds the MILP may run before the heuristic's pattern competes
-    time_limit: float = 5.0
+    #: seconds the MILP may run before the heuristic's pattern competes (online: short)
+    time_limit: float = 2.0
     linked: LinkScope = LinkScope.ALL
     #: tables (cells) up to which every pattern is re-checked by an independent LP audit
     #: besides its certificates (two LPs per sensitive cell: ~10 s at 100 x 100)

@@ -202,6 +202,12 @@ def _protect_space(
     protection: Protection,
 ) -> SpaceReport:
     sensitive_now = frozenset(k for k, v in verdicts.items() if v.sensitive)
+    if current and all(k in history for k in current):
+        # every cell was released before (a repeated or re-phrased query): the earlier
+        # decisions stand, and publishing nothing new cannot weaken them
+        withheld = frozenset(k for k in current if history[k] == WITHHELD)
+        if sensitive_now <= withheld:
+            return SpaceReport(space, None, withheld, verdicts, frozenset(current), "replayed", True)
     cells: Mapping[Key, Cell] = current
     if linking.fetch is not None:
         cells = _attacker_view(space, current, history, linking)

@@ -60,7 +60,7 @@ def test_two_margins_in_one_answer_share_their_total(guard: Guard) -> None:
 
 def test_margins_released_one_after_the_other_share_their_total(guard: Guard) -> None:
     first = guard.query("SELECT a, SUM(x) FROM t GROUP BY a", "alice")
-    assert [row[1] for row in first.rows][0] is None  # a1 withheld
+    assert first.rows[0][1] is None  # a1 withheld
     second = guard.query("SELECT b, SUM(x) FROM t GROUP BY b", "alice")
     released_b = [row[1] for row in second.rows]
     a_released = [row[1] for row in first.rows[1:]]
