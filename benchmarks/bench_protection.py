@@ -149,7 +149,9 @@ def run_case(case: str, seed: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seed", type=int, default=20261121)
     args = parser.parse_args()

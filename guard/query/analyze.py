@@ -1,10 +1,14 @@
 """Stage 3: read each clause of a validated SELECT into a :class:`QueryShape`.
 
 Column roles are enforced here: identifiers nowhere, measures only inside COUNT/SUM/AVG,
-WHERE and GROUP BY (with ROLLUP, CUBE, GROUPING SETS: :mod:`grouping`) only on
-dimensions, compared with plain constants. Restricting
+WHERE and GROUP BY only on dimensions, compared with plain constants. Restricting
 predicates to public columns makes every refusal a function of public data, so a refusal
 never leaks a confidential value (../shared/AUDITING.md).
+
+GROUP BY may use ROLLUP, CUBE and GROUPING SETS (expanded by :mod:`grouping`), and the
+output may hold GROUPING(key) for one key of GROUP BY: 1 in the rows where that key is
+rolled up, else 0. It is accepted in a plain GROUP BY too (always 0, as in DuckDB), so
+a query keeps working when its grouping sets are reduced to one.
 """
 
 from __future__ import annotations

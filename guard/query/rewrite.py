@@ -9,7 +9,8 @@ sets (ROLLUP, CUBE, GROUPING SETS) every cell, detail or total, comes from the s
 with a grouping id telling which keys a row rolls up.
 
 Everything is computed by the engine in one query, with native aggregates only (no
-window functions): ``max(x, n)`` is DuckDB's top-n aggregate. The query is built as a
+window functions): ``max(x, n)`` is DuckDB's top-n aggregate, and list functions merge
+top-n lists. The query is built as a
 sqlglot tree, never by pasting the analyst's text, and is generated in the engine's own
 dialect.
 """
@@ -17,6 +18,7 @@ dialect.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from sqlglot import exp
 
@@ -66,6 +68,20 @@ class Plan:
     magnitude_slots: tuple[int | None, ...] = ()
 
 
+class _Source(Enum):
+    """What the outer aggregation reads."""
+
+    #: the table's rows, one per unit (plain GROUP BY on a one-row-per-unit table)
+    ROWS = "rows"
+    #: per-unit partials: one row per (cell, unit), the unit's rows summed (panel data)
+    UNITS = "units"
+    #: detail-cell partials: one row per cell of the finest grouping, rolled up into the
+    #: grouping sets (one row per unit, with grouping sets): top-n lists merge exactly
+    #: because each unit sits in one detail cell, and the engine's top-n aggregate then
+    #: runs once per row instead of once per row and grouping set
+    CELLS = "cells"
+
+
 def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
@@ -81,7 +97,8 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
 
     With grouping sets the per-unit partials are taken per (grouping set, unit), so a
     unit with rows in several detail cells counts once, with its summed contribution,
-    in the total that covers them.
+    in the total that covers them. With one row per unit, the detail cells are
+    aggregated first and rolled up into the grouping sets.
 
     ``depth`` (>= 0) is how many of the largest contributions to return per SUM/AVG
     cell; 0 computes none (see :class:`Plan`).
@@ -92,9 +109,10 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     """
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
-    per_unit = not info.one_row_per_unit
     sets = _distinct_sets(shape)
-    grouped = bool(sets)
+    source = _Source.CELLS if sets else _Source.ROWS
+    if not info.one_row_per_unit:
+        source = _Source.UNITS
     projections: list[exp.Expr] = []
     key_slots = []
     for key in shape.group_by:
@@ -107,43 +125,46 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
         counted = aggregate.column
         if counted not in unit_slot_of:
             unit_slot_of[counted] = len(projections)
-            count = _units_from_partials(counted) if per_unit else _rows(counted)
-            projections.append(exp.alias_(count, f"__units_{len(unit_slot_of)}", quoted=True))
+            projections.append(
+                exp.alias_(_units(counted, source), f"__units_{len(unit_slot_of)}", quoted=True)
+            )
         unit_slots.append(unit_slot_of[counted])
 
     value_slots = []
     for i, aggregate in enumerate(shape.aggregates):
         value_slots.append(len(projections))
-        value = _from_partials(aggregate) if per_unit else _aggregate(aggregate)
+        value = _aggregate(aggregate) if source is _Source.ROWS else _from_partials(aggregate)
         projections.append(exp.alias_(value, f"__value_{i}", quoted=True))
 
-    top_slots, magnitude_slots = _contributions(shape, per_unit, depth, projections)
+    top_slots, magnitude_slots = _contributions(shape, source, depth, projections)
 
     grouping_slot = None
-    if grouped:
+    if sets:
         grouping_slot = len(projections)
-        projections.append(_column(_GID) if per_unit else _grouping_id(shape))
+        # the per-unit partials carry the grouping id of their set; otherwise the
+        # outer GROUP BY GROUPING SETS computes it
+        projections.append(_column(_GID) if source is _Source.UNITS else _grouping_id(shape))
 
-    source: exp.Expr = exp.to_table(shape.table, quoted=True)
+    table: exp.Expr = exp.to_table(shape.table, quoted=True)
     condition = _where(shape.predicates)
-    if per_unit:
-        source = _partials(shape, sets, condition).subquery("__cells")
+    if source is not _Source.ROWS:
+        table = _partials(shape, source, sets, depth, condition).subquery("__cells")
         condition = None
-    query = exp.select(*projections).from_(source)
+    query = exp.select(*projections).from_(table)
     if condition is not None:
         query = query.where(condition)
     if shape.group_by:
         keys = [_column(k) for k in shape.group_by]
-        if not grouped:
+        if not sets:
             query = query.group_by(*keys)
-        elif per_unit:  # the partials carry the grouping id: a plain GROUP BY on it
+        elif source is _Source.UNITS:  # a plain GROUP BY on the partials' grouping id
             query = query.group_by(_column(_GID), *keys)
         else:
             query = query.group_by(_grouping_sets(sets))
         # rows leave the engine in group-key order (public values only): the engine's own
         # order is arbitrary, and sorting here is far cheaper than in Python
         order = [exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]
-        if grouped:  # a total and a NULL key value of the same detail cell
+        if sets:  # a total and a NULL key value of the same detail cell
             order.append(exp.Ordered(this=_column(_GID)))
         query = query.order_by(*order)
     return Plan(
@@ -158,7 +179,7 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
 
 
 def _contributions(
-    shape: QueryShape, per_unit: bool, depth: int, projections: list[exp.Expr]
+    shape: QueryShape, source: _Source, depth: int, projections: list[exp.Expr]
 ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
     """Append, per SUM/AVG column, the top-``depth`` magnitudes and their total;
     return their slots per aggregate. Aggregates over one column share them."""
@@ -172,17 +193,38 @@ def _contributions(
             magnitudes.append(None)
             continue
         if column not in slots:
-            # per unit, a contribution is the unit's sum inside the cell (its partial);
-            # with one row per unit it is the row's value
-            magnitude = exp.Abs(this=_column(f"__s_{column}" if per_unit else column))
             n = len(slots) + 1
             slots[column] = (len(projections), len(projections) + 1)
-            top = exp.Max(this=magnitude, count=exp.Literal.number(depth))
+            top: exp.Expr
+            total: exp.Expr
+            if source is _Source.CELLS:  # merge the detail cells' lists and totals
+                top, total = _merged_top(f"__t_{column}", depth), exp.Sum(this=_column(f"__m_{column}"))
+            else:
+                # per unit, a contribution is the unit's sum inside the cell (its partial);
+                # with one row per unit it is the row's value
+                top, total = _top(_column(f"__s_{column}" if source is _Source.UNITS else column), depth)
             projections.append(exp.alias_(top, f"__top_{n}", quoted=True))
-            projections.append(exp.alias_(exp.Sum(this=magnitude.copy()), f"__magnitude_{n}", quoted=True))
+            projections.append(exp.alias_(total, f"__magnitude_{n}", quoted=True))
         tops.append(slots[column][0])
         magnitudes.append(slots[column][1])
     return tuple(tops), tuple(magnitudes)
+
+
+def _top(value: exp.Expr, depth: int) -> tuple[exp.Expr, exp.Expr]:
+    """max(|x|, n), DuckDB's top-n aggregate (a descending list, NULLs skipped), and Σ|x|."""
+    magnitude = exp.Abs(this=value)
+    return exp.Max(this=magnitude, count=exp.Literal.number(depth)), exp.Sum(this=magnitude.copy())
+
+
+def _merged_top(column: str, depth: int) -> exp.Expr:
+    """The top ``depth`` of the union of top-``depth`` lists (exact: the lists come from
+    disjoint sets of units)."""
+    merged = exp.Anonymous(
+        this="flatten", expressions=[exp.Anonymous(this="list", expressions=[_column(column)])]
+    )
+    ordered = exp.Anonymous(this="list_sort", expressions=[merged, exp.Literal.string("DESC")])
+    bounds = [exp.Literal.number(1), exp.Literal.number(depth)]
+    return exp.Anonymous(this="list_slice", expressions=[ordered, *bounds])
 
 
 def _grouping_id(shape: QueryShape) -> exp.Expr:
@@ -211,34 +253,53 @@ def _grouping_sets(sets: tuple[tuple[str, ...], ...], *extra: str) -> exp.Groupi
 
 
 def _partials(
-    shape: QueryShape, sets: tuple[tuple[str, ...], ...], condition: exp.Expr | None
+    shape: QueryShape,
+    source: _Source,
+    sets: tuple[tuple[str, ...], ...],
+    depth: int,
+    condition: exp.Expr | None,
 ) -> exp.Select:
-    """One row per (cell, unit): the unit's row count, and per column its non-NULL
-    count and sum. With grouping sets, one row per (grouping set, cell, unit), with the
-    grouping id of the set."""
+    """The inner query: per row, a row count and per column its non-NULL count and sum.
+
+    UNITS: one row per (cell, unit); with grouping sets one per (grouping set, cell,
+    unit), with the set's grouping id. CELLS: one row per detail cell (every key), with
+    per SUM/AVG column its top-``depth`` list and Σ|x| when ``depth`` > 0.
+    """
     columns = sorted({a.column for a in shape.aggregates if a.column is not None})
     summed = {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
     projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
-    if sets:
+    if sets and source is _Source.UNITS:
         projections.append(_grouping_id(shape))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
     for column in columns:
         projections.append(exp.alias_(exp.Count(this=_column(column)), f"__n_{column}", quoted=True))
         if column in summed:
             projections.append(exp.alias_(exp.Sum(this=_column(column)), f"__s_{column}", quoted=True))
+            if source is _Source.CELLS and depth:
+                top, total = _top(_column(column), depth)
+                projections.append(exp.alias_(top, f"__t_{column}", quoted=True))
+                projections.append(exp.alias_(total, f"__m_{column}", quoted=True))
     inner = exp.select(*projections).from_(exp.to_table(shape.table, quoted=True))
     if condition is not None:
         inner = inner.where(condition)
+    keys = [_column(k) for k in shape.group_by]
+    if source is _Source.CELLS:
+        return inner.group_by(*keys)
     if sets:
         return inner.group_by(_grouping_sets(sets, "_uid"))
-    return inner.group_by(*(_column(k) for k in shape.group_by), _column("_uid"))
+    return inner.group_by(*keys, _column("_uid"))
 
 
 def _rows(column: str | None) -> exp.Expr:
     return exp.Count(this=exp.Star() if column is None else _column(column))
 
 
-def _units_from_partials(column: str | None) -> exp.Expr:
+def _units(column: str | None, source: _Source) -> exp.Expr:
+    """Distinct units in the query set of an aggregate over ``column`` (None: COUNT(*))."""
+    if source is _Source.ROWS:
+        return _rows(column)
+    if source is _Source.CELLS:  # rows are units: the detail cells' row counts add up
+        return exp.Sum(this=_column("__rows" if column is None else f"__n_{column}"))
     if column is None:
         return exp.Count(this=exp.Star())
     has_value = exp.GT(this=_column(f"__n_{column}"), expression=exp.Literal.number(0))

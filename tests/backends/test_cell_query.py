@@ -11,6 +11,7 @@ the definition, and the rows must come in key order (NULLS LAST), then grouping 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator
@@ -282,3 +283,18 @@ def test_cell_without_values(data: Data) -> None:
 def test_negative_depth() -> None:
     with pytest.raises(ValueError, match="depth must be >= 0"):
         rewrite(QueryShape("t", (), (), (), ()), None, depth=-1)  # type: ignore[arg-type]
+
+
+def test_shapes_built_by_hand(data: Data) -> None:
+    """Grouping sets from other code (not analyze): any order, repeated sets once."""
+    shape = _shape(data, "SELECT region, sector, COUNT(*) FROM panel GROUP BY CUBE (region, sector)")
+    info = data.guard.backend.table_info("panel")
+    again = dataclasses.replace(
+        shape, grouping_sets=((), ("sector", "region"), ("region",), ("region", "sector"))
+    )
+    plan = rewrite(again, info)
+    grid = cells_from_result(again, plan, data.guard.backend.execute(plan.query), info)
+    assert len(set(zip(grid.keys, grid.rolled_up, strict=True))) == len(grid.keys)
+    assert {r for r in grid.rolled_up} == {(False, False), (False, True), (True, True)}
+    with pytest.raises(ValueError, match="names keys not in group_by"):
+        rewrite(dataclasses.replace(shape, grouping_sets=(("year",), ())), info)

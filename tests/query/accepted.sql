@@ -209,6 +209,14 @@ SELECT major, SUM(income), AVG(income) FROM students GROUP BY ROLLUP (major) ORD
 -- rows: 2
 SELECT class, COUNT(*) FROM students WHERE sex = 'Male' GROUP BY ROLLUP (class) ORDER BY class LIMIT 2
 
+-- case: GROUPING() tells a total from a NULL key; ORDER BY its alias and position
+-- rows: 7
+SELECT major, sex, GROUPING(major) AS total_major, GROUPING(sex), COUNT(*) FROM students GROUP BY ROLLUP (major, sex) ORDER BY total_major, 4
+
+-- case: GROUPING() in a plain GROUP BY is always 0
+-- rows: 2
+SELECT major, GROUPING(major), COUNT(*) FROM students GROUP BY major
+
 -- ## ORDER BY, LIMIT, OFFSET
 
 -- case: ORDER BY alias
