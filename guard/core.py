@@ -147,7 +147,8 @@ class Guard:
             self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
             raise
         assert progress.dimensions is not None
-        return explain_decision(result, decision, progress.dimensions)
+        limit = self.policy.protection.suppression.audit_limit
+        return explain_decision(result, decision, progress.dimensions, limit)
 
     def _protected(
         self,

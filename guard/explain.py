@@ -45,18 +45,22 @@ class Explanation:
     methods: dict[str, str]
 
 
-def explain_decision(result: ProtectedResult, decision: Decision, dimensions: Sequence[str]) -> Explanation:
+def explain_decision(
+    result: ProtectedResult, decision: Decision, dimensions: Sequence[str], audit_limit: int
+) -> Explanation:
+    """Intervals by LP for problems up to ``audit_limit`` cells; larger ones are shown
+    as proven by the certificates :func:`guard.suppression.suppress` checked."""
     cells: list[ExplainedCell] = []
     methods = {}
     for report in decision.reports:
         methods[report.space] = report.method + (
             " (proven optimal)" if report.optimal and report.table else ""
         )
-        cells.extend(_space_cells(report, dimensions))
+        cells.extend(_space_cells(report, dimensions, audit_limit))
     return Explanation(result, tuple(cells), methods)
 
 
-def _space_cells(report: SpaceReport, dimensions: Sequence[str]) -> list[ExplainedCell]:
+def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: int) -> list[ExplainedCell]:
     sensitive = {k: v for k, v in report.requirements.items() if v.sensitive}
     # this answer's withheld cells, and every sensitive cell they are linked with
     shown = sorted((report.suppressed & report.current) | set(sensitive), key=repr)
@@ -87,6 +91,21 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str]) -> list[Explain
                 math.inf,
                 _required(report, k),
                 True,
+            )
+            for k in shown
+        ]
+    if len(report.table) > audit_limit:
+        # two LPs per cell over the whole component: minutes on a 10 000-cell table
+        return [
+            ExplainedCell(
+                readable(k, dimensions),
+                report.space,
+                _status(report, k) + " (proven by certificate)",
+                math.nan,
+                math.nan,
+                math.nan,
+                _required(report, k),
+                None,
             )
             for k in shown
         ]

@@ -70,6 +70,8 @@ def render_error(error: GuardError, fmt: str, out: Console, err: Console) -> Non
 
 
 def _number(x: float) -> str:
+    if x != x:  # NaN: not computed
+        return "n/a"
     if x == float("inf"):
         return "+inf"
     if x == float("-inf"):
@@ -88,7 +90,7 @@ def render_explanation(explanation: Explanation, out: Console) -> None:
     for c in explanation.cells:
         ok = "" if c.meets is None else ("yes" if c.meets else "NO")
         required = "" if c.required is None else _number(c.required)
-        interval = f"[{_number(c.low)}, {_number(c.high)}]"
+        interval = "n/a" if c.low != c.low else f"[{_number(c.low)}, {_number(c.high)}]"
         table.add_row(c.cell, c.quantity, c.status, interval, _number(c.width), required, ok)
     out.print(table)
     for quantity, method in explanation.methods.items():
