@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from guard.protection.decide import Decision, SpaceReport
 from guard.protection.keys import readable
 from guard.result import ProtectedResult
-from guard.suppression import audit, failures
+from guard.suppression import Key, audit, failures
 
 __all__ = ["ExplainedCell", "Explanation", "explain_decision"]
 
@@ -66,49 +66,13 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: in
     shown = sorted((report.suppressed & report.current) | set(sensitive), key=repr)
     if report.method == "replayed":
         # decided by the earlier release of the same cells (explain that one instead)
-        return [
-            ExplainedCell(
-                readable(k, dimensions),
-                report.space,
-                _status(report, k) + " (as released before)",
-                math.nan,
-                math.nan,
-                math.nan,
-                _required(report, k),
-                None,
-            )
-            for k in shown
-        ]
+        return _unaudited(report, shown, dimensions, " (as released before)", math.nan, math.nan, None)
     if report.table is None:
         # no relation publishes anything about these cells: only the a-priori bounds
-        return [
-            ExplainedCell(
-                readable(k, dimensions),
-                report.space,
-                _status(report, k),
-                -math.inf,
-                math.inf,
-                math.inf,
-                _required(report, k),
-                True,
-            )
-            for k in shown
-        ]
+        return _unaudited(report, shown, dimensions, "", -math.inf, math.inf, True)
     if len(report.table) > audit_limit:
         # two LPs per cell over the whole component: minutes on a 10 000-cell table
-        return [
-            ExplainedCell(
-                readable(k, dimensions),
-                report.space,
-                _status(report, k) + " (proven by certificate)",
-                math.nan,
-                math.nan,
-                math.nan,
-                _required(report, k),
-                None,
-            )
-            for k in shown
-        ]
+        return _unaudited(report, shown, dimensions, " (proven by certificate)", math.nan, math.nan, None)
     intervals = audit(report.table, report.suppressed, cells=shown)
     failing = {f.key for f in failures(report.table, report.suppressed, sensitive)}
     out = []
@@ -128,6 +92,31 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: in
             )
         )
     return out
+
+
+def _unaudited(
+    report: SpaceReport,
+    keys: Sequence[Key],
+    dimensions: Sequence[str],
+    remark: str,
+    low: float,
+    high: float,
+    meets: bool | None,
+) -> list[ExplainedCell]:
+    """Cells whose interval is not computed here, with why."""
+    return [
+        ExplainedCell(
+            readable(k, dimensions),
+            report.space,
+            _status(report, k) + remark,
+            low,
+            high,
+            high - low,
+            _required(report, k),
+            meets if _required(report, k) is not None else None,
+        )
+        for k in keys
+    ]
 
 
 def _status(report: SpaceReport, key: object) -> str:
