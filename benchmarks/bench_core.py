@@ -878,7 +878,7 @@ def grouping_timings(
     return out
 
 
-def cell_stats_report(stats: list[CellStats], groupings: list[GroupingTiming]) -> str:
+def _stats_section(stats: list[CellStats]) -> list[str]:
     out = [f"\n## Per-cell statistics: contribution depth 0 vs {STATS_DEPTH} (median ms)\n"]
     out.append(
         f"query = `rewrite(shape, info, depth)` + `backend.execute` (SQL generation, engine, "
@@ -901,14 +901,18 @@ def cell_stats_report(stats: list[CellStats], groupings: list[GroupingTiming]) -
     d = STATS_DEPTH
     header = ["id", "cells", "query d0", f"query d{d}", "ratio", "cells d0", f"cells d{d}", "ratio"]
     out.append(markdown_table(header, rows))
-    if stats:
-        total0 = sum(s.query_ms[0] + s.cells_ms[0] for s in stats)
-        total3 = sum(s.query_ms[d] + s.cells_ms[d] for s in stats)
-        out.append(
-            f"\nGeometric mean of the query ratios {geomean([s.ratio('query') for s in stats]):.2f}; "
-            f"query + cells summed over the queries: {total0:.1f} ms at depth 0, {total3:.1f} ms at "
-            f"depth {d} (x{total3 / total0:.2f})."
-        )
+    total0 = sum(s.query_ms[0] + s.cells_ms[0] for s in stats)
+    total3 = sum(s.query_ms[d] + s.cells_ms[d] for s in stats)
+    out.append(
+        f"\nGeometric mean of the query ratios {geomean([s.ratio('query') for s in stats]):.2f}; "
+        f"query + cells summed over the queries: {total0:.1f} ms at depth 0, {total3:.1f} ms at "
+        f"depth {d} (x{total3 / total0:.2f})."
+    )
+    return out
+
+
+def cell_stats_report(stats: list[CellStats], groupings: list[GroupingTiming]) -> str:
+    out = _stats_section(stats) if stats else []
     if groupings:
         out.append("\n## ROLLUP / CUBE / GROUPING SETS against raw DuckDB (median ms)\n")
         out.extend(f"- {r.id}: `{r.sql}`" for r in groupings)

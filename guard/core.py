@@ -60,6 +60,8 @@ class Guard:
         self._release_lock = threading.Lock()
         self._secret = store.secret()
         self._history: dict[tuple[str, str, str | None], dict[str, dict[Key, str]]] = {}
+        #: (data version, table, space, key, analyst) already in released_cells
+        self._written: set[tuple[str, str, str, Key, str]] = set()
 
     @classmethod
     def open(cls, policy_path: str | Path, state: str | Path | None = None) -> Guard:
@@ -265,7 +267,11 @@ class Guard:
         releases: list[Release] = []
         if decision is not None and info is not None:
             for space, cells in decision.releases.items():
-                releases.extend(Release(info.name, space, key_text(k), status) for k, status in cells.items())
+                for key, status in cells.items():
+                    # the store keeps the first status per analyst: skip what it has
+                    written = (info.data_version, info.name, space, key, analyst)
+                    if written not in self._written:
+                        releases.append(Release(info.name, space, key_text(key), status))
         self.store.append(
             LogRecord(
                 analyst=analyst,
@@ -282,6 +288,8 @@ class Guard:
             releases,
         )
         if decision is not None and info is not None:
+            for space, cells in decision.releases.items():
+                self._written.update((info.data_version, info.name, space, k, analyst) for k in cells)
             # the store committed: now the in-memory history may say so too
             for history in self._history_scopes(info, analyst):
                 for space, cells in decision.releases.items():

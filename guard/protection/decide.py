@@ -74,6 +74,12 @@ Fetch = Callable[[str, Sequence[Pattern], bool], Mapping[Key, Cell]]
 #: patterns; above it only their common margins are added
 MAX_REFINEMENT_CELLS = 20_000
 
+#: sensitive cells up to which an answer linked to earlier releases is always solved
+#: online; above, an answer of few new cells withholds them (see _protect_space)
+MAX_LINKED_REQUIREMENTS = 300
+#: new cells up to which such an answer withholds them rather than solving
+MAX_FRESH_WITHHELD = 50
+
 
 @dataclass(frozen=True)
 class Linking:
@@ -224,6 +230,14 @@ def _protect_space(
     if any(k in kept for k in requirements):
         # published earlier under other settings: it cannot be withdrawn now
         raise QueryRefused(_REFUSED_LINKED)
+    earlier = frozenset(k for k in component if k in history)
+    fresh = frozenset(k for k in current if history.get(k) != PUBLISHED)
+    if earlier and len(requirements) > MAX_LINKED_REQUIREMENTS and len(fresh) <= MAX_FRESH_WITHHELD:
+        # a few new cells over a problem spanning many earlier sensitive cells (e.g. a
+        # grand total after an 8 000-cell table) would need one LP per sensitive cell over
+        # everything: minutes. Publishing nothing new keeps every earlier, verified
+        # release as it was, at the cost of these few cells.
+        return SpaceReport(space, None, fresh, requirements, frozenset(current), "withheld", True, earlier)
     table = _table(space, component, relations, linking)
     settings = protection.suppression
     options = SuppressionOptions(
@@ -253,7 +267,7 @@ def _protect_space(
         frozenset(current),
         result.method.value,
         result.optimal,
-        frozenset(k for k in component if k in history),
+        earlier,
     )
 
 

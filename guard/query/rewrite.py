@@ -61,7 +61,7 @@ class Plan:
     #: per aggregate of the shape: result column of the list of the ``depth`` largest
     #: per-unit contribution magnitudes |x_u|, descending (x_u: the unit's rows in the
     #: cell summed; units with only NULLs left out; fewer entries when the cell has fewer
-    #: units; NULL for a cell without any value). None for COUNT or ``depth == 0``.
+    #: units; NULL or [] for a cell without any value). None for COUNT or ``depth == 0``.
     top_slots: tuple[int | None, ...] = ()
     #: per aggregate of the shape: result column of Σ_u |x_u| over the cell (NULL for a
     #: cell without any value). None where ``top_slots`` is None.
@@ -71,14 +71,15 @@ class Plan:
 class _Source(Enum):
     """What the outer aggregation reads."""
 
-    #: the table's rows, one per unit (plain GROUP BY on a one-row-per-unit table)
+    #: the table's rows, one per unit (one row per unit, unless CELLS applies)
     ROWS = "rows"
     #: per-unit partials: one row per (cell, unit), the unit's rows summed (panel data)
     UNITS = "units"
     #: detail-cell partials: one row per cell of the finest grouping, rolled up into the
-    #: grouping sets (one row per unit, with grouping sets): top-n lists merge exactly
-    #: because each unit sits in one detail cell, and the engine's top-n aggregate then
-    #: runs once per row instead of once per row and grouping set
+    #: grouping sets (one row per unit, grouping sets and depth > 0): top-n lists merge
+    #: exactly because each unit sits in one detail cell, and the engine's top-n
+    #: aggregate, its costliest part, then runs once per row instead of once per row and
+    #: grouping set (2-3x faster on a 1M-row CUBE; at depth 0 one level is as fast)
     CELLS = "cells"
 
 
@@ -97,8 +98,8 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
 
     With grouping sets the per-unit partials are taken per (grouping set, unit), so a
     unit with rows in several detail cells counts once, with its summed contribution,
-    in the total that covers them. With one row per unit, the detail cells are
-    aggregated first and rolled up into the grouping sets.
+    in the total that covers them. With one row per unit and ``depth`` > 0, the detail
+    cells are aggregated first and rolled up into the grouping sets.
 
     ``depth`` (>= 0) is how many of the largest contributions to return per SUM/AVG
     cell; 0 computes none (see :class:`Plan`).
@@ -110,7 +111,7 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     sets = _distinct_sets(shape)
-    source = _Source.CELLS if sets else _Source.ROWS
+    source = _Source.CELLS if sets and depth else _Source.ROWS
     if not info.one_row_per_unit:
         source = _Source.UNITS
     projections: list[exp.Expr] = []

@@ -298,3 +298,13 @@ def test_shapes_built_by_hand(data: Data) -> None:
     assert {r for r in grid.rolled_up} == {(False, False), (False, True), (True, True)}
     with pytest.raises(ValueError, match="names keys not in group_by"):
         rewrite(dataclasses.replace(shape, grouping_sets=(("year",), ())), info)
+
+
+def test_one_row_grouping_sets_roll_up_detail_cells(data: Data) -> None:
+    """With one row per unit and a contribution depth, the detail cells are aggregated
+    once and rolled up (top-n lists merged); at depth 0 the table is grouped directly."""
+    shape = _shape(data, "SELECT region, SUM(amount) FROM flat GROUP BY CUBE (region, sector)")
+    info = data.guard.backend.table_info("flat")
+    deep, flat = (data.guard.backend.sql(rewrite(shape, info, depth=d).query) for d in (3, 0))
+    assert "LIST_SLICE(LIST_SORT(FLATTEN(LIST(" in deep and 'GROUP BY "region", "sector")' in deep
+    assert "FLATTEN" not in flat and "__cells" not in flat and "GROUPING SETS" in flat
