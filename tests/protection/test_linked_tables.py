@@ -110,3 +110,17 @@ def test_baker_differencing_is_refused(students: Guard) -> None:
         students.query("SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'", "bob")
     refused = [r for r in students.log() if r["decision"] == "refused"]
     assert len(refused) == 2 and all("50000" not in r["reason"] for r in refused)
+
+
+def test_few_new_cells_over_a_large_linked_problem_are_withheld(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the online size limit, an answer of few new cells publishes nothing new."""
+    from guard.protection import decide
+
+    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)
+    castro.query(DETAIL, "alice")
+    with pytest.raises(QueryRefused, match="secondary cell suppression"):
+        castro.query(TOTAL_SQL, "alice")
+    towns = castro.query(BY_TOWN, "alice")
+    assert [row[1] for row in towns.rows] == [None, None, None]
