@@ -656,6 +656,7 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     import guard.protect as protect_module
     from guard.backends.base import plain_rows
     from guard.cells import cells_from_result
+    from guard.protection.decide import decide
     from guard.query.analyze import analyze
     from guard.query.parse import parse
     from guard.query.rewrite import rewrite
@@ -679,8 +680,9 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
         "plain_rows (Decimal/HUGEINT to int/float)": lambda: plain_rows(engine_rows),
         "cells_from_result (one Cell per value)": lambda: cells_from_result(shape, plan, result_set, info),
     }
-    for control in getattr(protect_module, "CONTROLS", ()):
-        steps[f"control {control.__name__}"] = lambda c=control: c(grid, policy.protection)  # type: ignore[misc]
+    steps["decide (rules, suppression, linked releases: none here)"] = lambda: decide(
+        shape, grid, policy.protection, protect_module.standalone(shape)
+    )
     ordering = getattr(protect_module, "_ordering", None)
     if callable(ordering):
         rows = [list(r) for r in answer.rows]

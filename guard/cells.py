@@ -11,7 +11,7 @@ from guard.backends.base import ResultSet, TableInfo
 from guard.query.rewrite import Plan
 from guard.query.shape import QueryShape
 
-__all__ = ["Cell", "CellGrid", "Flag", "Suppression", "cells_from_result"]
+__all__ = ["Cell", "CellGrid", "Flag", "cells_from_result"]
 
 
 class Flag(Enum):
@@ -51,15 +51,6 @@ class CellGrid:
     keys: tuple[tuple[Any, ...], ...]
     cells: tuple[tuple[Cell, ...], ...]
     rolled_up: tuple[tuple[bool, ...], ...] = ()
-
-
-@dataclass(frozen=True)
-class Suppression:
-    """A cell withheld, and the control that withheld it (never the hidden value)."""
-
-    row: int
-    aggregate: int
-    control: str
 
 
 def cells_from_result(shape: QueryShape, plan: Plan, result: ResultSet, info: TableInfo) -> CellGrid:

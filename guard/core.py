@@ -22,7 +22,7 @@ from guard.policy.load import load_policy
 from guard.policy.model import Analyst, LinkScope, Policy, Role, Table
 from guard.protect import protect_with_decision
 from guard.protection.decide import Decision, Linking, Pattern, with_sums
-from guard.protection.keys import aggregate_of, encode_key, fixed_positions, key_from_text, key_text
+from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
 from guard.query.analyze import analyze
 from guard.query.parse import parse
 from guard.query.rewrite import rewrite
@@ -226,11 +226,9 @@ class Guard:
         )
         plan = rewrite(shape, info, self._depth)
         grid: CellGrid = cells_from_result(shape, plan, self.backend.execute(plan.query), info)
-        cells = {}
-        for r, values in enumerate(grid.keys):
-            rolled = grid.rolled_up[r] if grid.rolled_up else ()
-            cells[encode_key(dimensions, used, values, rolled, {})] = grid.cells[r][0]
-        return cells
+        encode = key_encoder(dimensions, used, {})
+        rolled = grid.rolled_up or [()] * len(grid.keys)
+        return {encode(values, rolled[r]): grid.cells[r][0] for r, values in enumerate(grid.keys)}
 
     def _released(self, info: TableInfo, analyst: str | None) -> dict[str, dict[Key, str]]:
         """Earlier releases on this table and data version, cached (this process is the

@@ -14,7 +14,7 @@ from guard.cells import CellGrid, Flag
 from guard.controls import query_set_size as qss
 from guard.errors import QueryRefused
 from guard.policy.model import Protection
-from guard.protection.decide import Decision, Linking, Withheld, decide
+from guard.protection.decide import REFUSED_LINKED, Decision, Linking, Withheld, decide
 from guard.query.shape import OutputKind, QueryShape
 from guard.result import ProtectedResult
 
@@ -88,10 +88,7 @@ def protect_with_decision(
 def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:
     k, full = protection.min_query_set_size, protection.allow_full_population
     if reason.kind == "secondary":
-        return (
-            "refused by secondary cell suppression: together with cells released earlier, this "
-            "answer would let a protected cell be recomputed; ask for other groupings or filters"
-        )
+        return REFUSED_LINKED
     if reason.rule.startswith(qss.NAME):
         return qss.refusal_reason(grid.cells[0][0], k, full)
     return (

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guard.cells import Cell, CellGrid, Suppression
+from guard.cells import Cell
 
-__all__ = ["NAME", "SizeVerdict", "check_cell", "query_set_size", "releasable"]
+__all__ = ["NAME", "SizeVerdict", "check_cell", "refusal_reason", "releasable"]
 
 NAME = "query-set-size"
 
@@ -38,16 +38,6 @@ def check_cell(cell: Cell, k: int, allow_full_population: bool = True) -> SizeVe
     if releasable(cell.units, cell.population, k, allow_full_population):
         return SizeVerdict(True)
     return SizeVerdict(False, too_small=cell.units < k)
-
-
-def query_set_size(grid: CellGrid, k: int, allow_full_population: bool = True) -> list[Suppression]:
-    """The cells of ``grid`` the control withholds."""
-    return [
-        Suppression(r, a, NAME)
-        for r, row in enumerate(grid.cells)
-        for a, cell in enumerate(row)
-        if not releasable(cell.units, cell.population, k, allow_full_population)
-    ]
 
 
 def refusal_reason(cell: Cell, k: int, allow_full_population: bool = True) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
 from guard.policy.model import Protection
-from guard.protection.keys import encode_key, space_of
+from guard.protection.keys import key_encoder, space_of
 from guard.protection.sensitivity import is_frequency, judge
 from guard.query.shape import AggFunc, Aggregate, QueryShape
 from guard.rules import RuleVerdict
@@ -50,6 +50,7 @@ from guard.suppression import (
 
 __all__ = [
     "PUBLISHED",
+    "REFUSED_LINKED",
     "WITHHELD",
     "Decision",
     "Linking",
@@ -147,24 +148,16 @@ def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: L
         QueryRefused: no pattern protects every sensitive cell given what was released
             before, or the LP audit finds a sensitive cell too narrowly bounded.
     """
-    fixed = dict(linking.fixed) if linking.fixed is not None else {}
-    keys = [
-        encode_key(
-            linking.dimensions,
-            shape.group_by,
-            grid.keys[r],
-            grid.rolled_up[r] if grid.rolled_up else (),
-            fixed,
-        )
-        for r in range(len(grid.keys))
-    ]
+    linked = linking.fixed is not None
+    encode = key_encoder(linking.dimensions, shape.group_by, linking.fixed or {})
+    rolled = grid.rolled_up or [()] * len(grid.keys)
+    keys = [encode(values, rolled[r]) for r, values in enumerate(grid.keys)]
     withheld: dict[tuple[int, int], Withheld] = {}
     releases: dict[str, dict[Key, str]] = {}
     reports: list[SpaceReport] = []
     for space, (value_index, members) in value_aggregates(shape).items():
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
         verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
-        linked = linking.fixed is not None
         history = linking.history.get(space, {}) if linked else {}
         report = _protect_space(space, current, verdicts, history, linking, protection)
         reports.append(report)
@@ -229,7 +222,7 @@ def _protect_space(
     forced = {k for k in component if history.get(k) == WITHHELD or k not in current} - kept
     if any(k in kept for k in requirements):
         # published earlier under other settings: it cannot be withdrawn now
-        raise QueryRefused(_REFUSED_LINKED)
+        raise QueryRefused(REFUSED_LINKED)
     earlier = frozenset(k for k in component if k in history)
     fresh = frozenset(k for k in current if history.get(k) != PUBLISHED)
     if earlier and len(requirements) > MAX_LINKED_REQUIREMENTS and len(fresh) <= MAX_FRESH_WITHHELD:
@@ -250,7 +243,7 @@ def _protect_space(
     try:
         result = suppress(table, requirements, options=options, seed=seed, forced=forced, kept=kept)
     except ProtectionInfeasible:
-        raise QueryRefused(_REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
+        raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
     # every sensitive cell's interval is already proven by a certificate (a feasible point
     # of the audit LP at each end) or LP-audited inside suppress(); small tables are
     # audited once more, independently, by LP
@@ -271,7 +264,7 @@ def _protect_space(
     )
 
 
-_REFUSED_LINKED = (
+REFUSED_LINKED = (
     "refused by secondary cell suppression: together with cells released earlier, this answer "
     "would let a protected cell be recomputed; ask for other groupings or filters"
 )

@@ -4,8 +4,8 @@ A cell key has one position per dimension of the protected table (in the policy'
 order): the group's value where the answer groups by that dimension or fixes it with a
 one-value filter (``WHERE town = 'Enfield'``), and :data:`~guard.suppression.TOTAL`
 where the cell adds over every value of it. Cells of different answers that share a key
-are the same number, and :func:`guard.suppression.derive_relations` reads the additive
-relations between keys (a total is the sum of its members).
+are the same number, and :func:`guard.protection.decide.relations_between` reads the
+additive relations between keys (a total is the sum of its members).
 
 Positions are encoded as text with a type tag, so keys compare equal across answers
 whatever Python type the engine returned (an integer 2 and a DOUBLE 2.0 are one value)
@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from guard.query.shape import AggFunc, Aggregate, PredOp, QueryShape
@@ -25,9 +25,9 @@ from guard.suppression import TOTAL, Key
 
 __all__ = [
     "aggregate_of",
-    "encode_key",
     "encode_value",
     "fixed_positions",
+    "key_encoder",
     "key_from_text",
     "key_text",
     "readable",
@@ -96,22 +96,25 @@ def fixed_positions(shape: QueryShape, dimensions: Sequence[str]) -> dict[int, s
     return fixed
 
 
-def encode_key(
-    dimensions: Sequence[str],
-    group_by: Sequence[str],
-    values: Sequence[Any],
-    rolled_up: Sequence[bool],
-    fixed: dict[int, str],
-) -> Key:
-    """The key of one answer row: group values, fixed filter values, TOTAL elsewhere."""
+def key_encoder(
+    dimensions: Sequence[str], group_by: Sequence[str], fixed: Mapping[int, str]
+) -> Callable[[Sequence[Any], Sequence[bool]], Key]:
+    """``encode(values, rolled_up)``: the key of one answer row (group values, fixed
+    filter values, TOTAL elsewhere). Positions are resolved once, not per row."""
     position = {d.lower(): i for i, d in enumerate(dimensions)}
-    key: list[Any] = [TOTAL] * len(dimensions)
+    slots = [position[name.lower()] for name in group_by]
+    template: list[Any] = [TOTAL] * len(dimensions)
     for j, text in fixed.items():
-        key[j] = text
-    for i, name in enumerate(group_by):
-        if not (rolled_up and rolled_up[i]):
-            key[position[name.lower()]] = encode_value(values[i])
-    return tuple(key)
+        template[j] = text
+
+    def encode(values: Sequence[Any], rolled_up: Sequence[bool]) -> Key:
+        key = list(template)
+        for i, slot in enumerate(slots):
+            if not (rolled_up and rolled_up[i]):
+                key[slot] = encode_value(values[i])
+        return tuple(key)
+
+    return encode
 
 
 def key_text(key: Key) -> str:

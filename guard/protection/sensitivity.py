@@ -16,7 +16,7 @@ recomputed from totals released beside it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 
 from guard.cells import Cell
 from guard.controls import query_set_size as qss
@@ -50,15 +50,17 @@ def judge(cell: Cell, space: str, protection: Protection) -> RuleVerdict:
     return combine(verdicts)
 
 
-def _applicable(rules: Sequence[Rule], frequency: bool) -> list[Rule]:
+@functools.cache
+def _applicable(rules: tuple[Rule, ...], frequency: bool) -> tuple[Rule, ...]:
+    """The rules for one kind of cell (cached: called once per cell, rules are frozen)."""
     if not frequency:
-        return list(rules)
+        return rules
     # a count table is protected by the threshold rule; a level below 1 protects no count
-    return [
+    return tuple(
         MinimumFrequency(r.threshold, r.fraction, max(r.floor, 1.0))
         for r in rules
         if isinstance(r, MinimumFrequency)
-    ]
+    )
 
 
 def _contributions(cell: Cell, frequency: bool) -> CellContributions:
