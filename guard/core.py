@@ -16,10 +16,12 @@ from typing import Any
 from guard.backends.base import Backend, TableInfo
 from guard.backends.duckdb_backend import DuckDBBackend
 from guard.cells import Cell, CellGrid, cells_from_result
-from guard.errors import AccessDenied, GuardError
+from guard.errors import AccessDenied, GuardError, PolicyError, QueryRejected
 from guard.explain import Explanation, explain_decision
+from guard.noise.sampling import RandomSource
+from guard.noise_stage import NoiseStage
 from guard.policy.load import load_policy
-from guard.policy.model import Analyst, LinkScope, Policy, Role, Table
+from guard.policy.model import Analyst, LinkScope, NoiseMode, Policy, Role, Table
 from guard.protect import protect_with_decision
 from guard.protection.decide import Decision, Linking, Pattern, with_sums
 from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
@@ -30,7 +32,7 @@ from guard.query.shape import Predicate, QueryShape
 from guard.query.validate import validate
 from guard.result import ProtectedResult
 from guard.rules import depth
-from guard.state.store import LogRecord, Release, StateStore
+from guard.state.store import LogRecord, NoiseWrite, Release, StateStore
 from guard.suppression import Key
 
 __all__ = ["Guard"]
@@ -51,7 +53,10 @@ class Guard:
     Thread-safe: the server calls :meth:`query` from many threads at once.
     """
 
-    def __init__(self, policy: Policy, backend: Backend, store: StateStore) -> None:
+    def __init__(
+        self, policy: Policy, backend: Backend, store: StateStore, rng: RandomSource | None = None
+    ) -> None:
+        """``rng``: the noise source; None is the system's secure source (seed only in tests)."""
         self.policy = policy
         self.backend = backend
         self.store = store
@@ -62,12 +67,16 @@ class Guard:
         self._history: dict[tuple[str, str, str | None], dict[str, dict[Key, str]]] = {}
         #: (data version, table, space, key, analyst) already in released_cells
         self._written: set[tuple[str, str, str, Key, str]] = set()
+        self.noise = NoiseStage(policy, store, self._secret, rng) if policy.uses_noise else None
 
     @classmethod
-    def open(cls, policy_path: str | Path, state: str | Path | None = None) -> Guard:
+    def open(
+        cls, policy_path: str | Path, state: str | Path | None = None, *, rng: RandomSource | None = None
+    ) -> Guard:
         """Load the policy, open its data read-only and its state store.
 
-        ``state`` overrides the policy's state folder (log, history, budgets).
+        ``state`` overrides the policy's state folder (log, history, budgets); ``rng``
+        replaces the secure noise source (tests only).
 
         Raises:
             PolicyError: the policy or its sources are invalid.
@@ -80,7 +89,7 @@ class Guard:
         except BaseException:
             store.close()
             raise
-        return cls(policy, backend, store)
+        return cls(policy, backend, store, rng)
 
     def __enter__(self) -> Guard:
         return self
@@ -106,8 +115,8 @@ class Guard:
         started = time.perf_counter()
         progress = _Progress()
 
-        def record(result: ProtectedResult, decision: Decision) -> None:
-            self._record_answer(analyst, sql, result, progress.shape, progress.info, started, decision)
+        def record(result: ProtectedResult, decision: Decision | None, noise: NoiseWrite | None) -> None:
+            self._record_answer(analyst, sql, result, progress.shape, progress.info, started, decision, noise)
 
         try:
             result, _ = self._protected(sql, analyst, progress, record)
@@ -130,7 +139,7 @@ class Guard:
         started = time.perf_counter()
         progress = _Progress()
 
-        def record(result: ProtectedResult, decision: Decision) -> None:
+        def record(result: ProtectedResult, decision: Decision | None, noise: NoiseWrite | None) -> None:
             self.store.append(
                 LogRecord(
                     analyst=analyst,
@@ -144,11 +153,11 @@ class Guard:
             )
 
         try:
-            result, decision = self._protected(sql, analyst, progress, record)
+            result, decision = self._protected(sql, analyst, progress, record, explaining=True)
         except GuardError as error:
             self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
             raise
-        assert progress.dimensions is not None
+        assert progress.dimensions is not None and decision is not None
         limit = self.policy.protection.suppression.audit_limit
         return explain_decision(result, decision, progress.dimensions, limit)
 
@@ -157,8 +166,9 @@ class Guard:
         sql: str,
         analyst: str,
         progress: _Progress,
-        record: Callable[[ProtectedResult, Decision], None],
-    ) -> tuple[ProtectedResult, Decision]:
+        record: Callable[[ProtectedResult, Decision | None, NoiseWrite | None], None],
+        explaining: bool = False,
+    ) -> tuple[ProtectedResult, Decision | None]:
         """Stages 1-7, then ``record`` while the release lock is held."""
         who = self._analyst(analyst)
         tree = parse(sql, self.policy.limits)  # 1 parse
@@ -166,6 +176,19 @@ class Guard:
         select, table = validate(tree, visible)  # 2 validate
         progress.info = info = self.backend.table_info(table.name)
         progress.shape = shape = analyze(select, table, info.types, self.policy.limits)  # 3 analyze
+        if self.policy.noise_mode(table, who) is NoiseMode.NOISE:
+            if explaining:
+                raise QueryRejected(
+                    f"explain shows cell suppression, and {table.name} is answered to {who.name} with "
+                    "noise: nothing is suppressed; the answer's notes give each column's noise scale"
+                )
+            assert self.noise is not None
+            prepared = self.noise.measure(shape, table, info, self.backend.execute)  # 5-6
+            with self._release_lock:
+                result = self.noise.release(
+                    prepared, info, who, lambda r, write: record(r, None, write)
+                )  # 7-8
+            return result, None
         measured = with_sums(shape)  # an average is protected as the sum it implies
         plan = rewrite(measured, info, self._depth)  # 5 rewrite
         grid = cells_from_result(measured, plan, self.backend.execute(plan.query), info)  # 6 execute
@@ -175,7 +198,7 @@ class Guard:
             linking = self._linking(who, table, shape, info)
             progress.dimensions = linking.dimensions
             result, decision = protect_with_decision(measured, grid, self.policy.protection, linking)  # 7
-            record(result, decision)  # 8 record
+            record(result, decision, None)  # 8 record
         return result, decision
 
     def _linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
@@ -241,6 +264,23 @@ class Guard:
             self._history[cache_key] = history
         return self._history[cache_key]
 
+    def budget(self, analyst: str | None = None) -> dict[str, Any]:
+        """Privacy budgets (limit, spent, remaining per account) and every charge with
+        the query it paid for; only ``analyst``'s own and shared accounts when given.
+
+        Raises:
+            AccessDenied: ``analyst`` is not declared.
+            PolicyError: the policy has no noise mode (there are no budgets).
+        """
+        if analyst is not None:
+            self._analyst(analyst)
+        if self.noise is None:
+            raise PolicyError(
+                f"{self.policy.path.name}: noise: no table or analyst uses noise mode, so there are no "
+                "privacy budgets; set noise.mode (policies/README.md, noise)"
+            )
+        return self.noise.report(analyst)
+
     def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         return self.store.log(analyst=analyst, limit=limit)
 
@@ -261,6 +301,7 @@ class Guard:
         info: TableInfo | None,
         started: float,
         decision: Decision | None = None,
+        noise: NoiseWrite | None = None,
     ) -> None:
         releases: list[Release] = []
         if decision is not None and info is not None:
@@ -284,6 +325,7 @@ class Guard:
                 elapsed_ms=(time.perf_counter() - started) * 1000,
             ),
             releases,
+            noise,
         )
         if decision is not None and info is not None:
             for space, cells in decision.releases.items():

@@ -73,7 +73,7 @@ def protect_with_decision(
         rows.append(values)
         flags.append(row_flags)
 
-    order = _ordering(shape, rows)
+    order = ordered_rows(shape, rows)
     rows = [rows[i] for i in order]
     flags = [flags[i] for i in order]
     result = ProtectedResult(
@@ -97,7 +97,7 @@ def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:
     )
 
 
-def _ordering(shape: QueryShape, rows: list[list[Any]]) -> list[int]:
+def ordered_rows(shape: QueryShape, rows: list[list[Any]]) -> list[int]:
     """Row order computed on the protected values only: ordering by the hidden values
     would leak how withheld cells compare. Rows arrive in group-key order (sorted
     by the engine); ORDER BY re-sorts them stably."""

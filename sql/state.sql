@@ -39,3 +39,41 @@ CREATE TABLE IF NOT EXISTS released_cells (
     log_id        BIGINT NOT NULL,   -- the query_log row that released it
     PRIMARY KEY (data_version, table_name, space, cell_key, analyst)
 );
+
+-- Noise mode: every charge to the privacy budgets, written in the same transaction as
+-- the log row of the answer it paid for, BEFORE the answer leaves. epsilon and the
+-- per-account amounts are exact fractions ("num/den"). Never updated or deleted.
+CREATE TABLE IF NOT EXISTS budget_ledger (
+    sequence      BIGINT PRIMARY KEY,
+    ts            TIMESTAMP NOT NULL,  -- UTC
+    analyst       VARCHAR NOT NULL,
+    epsilon       VARCHAR NOT NULL,  -- spent from the analyst's own account
+    accounts      JSON NOT NULL,     -- {"global": "1/2", "group:x": "0"}: amounts that differ
+    note          VARCHAR NOT NULL,
+    log_id        BIGINT NOT NULL
+);
+
+-- Noise mode: one noisy draw per statistic of a cell (cache key: the statistic, its
+-- bounds and the canonical selection of the cell), so repeating a query in any phrasing
+-- returns the same value. Holds released (noisy) values only.
+CREATE TABLE IF NOT EXISTS noise_draws (
+    data_version  VARCHAR NOT NULL,
+    table_name    VARCHAR NOT NULL,
+    cache_key     VARCHAR NOT NULL,
+    value         DOUBLE NOT NULL,
+    scale         VARCHAR NOT NULL,
+    epsilon       VARCHAR NOT NULL,
+    mechanism     VARCHAR NOT NULL,
+    log_id        BIGINT NOT NULL,
+    PRIMARY KEY (data_version, table_name, cache_key)
+);
+
+-- Noise mode: which analyst has received which draw (a draw is paid once per analyst).
+CREATE TABLE IF NOT EXISTS noise_received (
+    data_version  VARCHAR NOT NULL,
+    table_name    VARCHAR NOT NULL,
+    cache_key     VARCHAR NOT NULL,
+    analyst       VARCHAR NOT NULL,
+    log_id        BIGINT NOT NULL,
+    PRIMARY KEY (data_version, table_name, cache_key, analyst)
+);

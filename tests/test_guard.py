@@ -216,7 +216,7 @@ class TestLog:
     def test_log_written_before_answer(self, students: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
         """If the record cannot be written, the answer does not leave."""
 
-        def broken(record: object, releases: object = None) -> int:
+        def broken(*_: object, **__: object) -> int:
             raise BackendError("cannot write the query log: disk full")
 
         monkeypatch.setattr(students.store, "append", broken)

@@ -186,6 +186,47 @@ def log(
 
 
 @main.command()
+@_POLICY
+@_STATE
+@click.option("--analyst", default=None, help="Only this analyst's budget and charges.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@_guarded
+def budget(policy: Path, state: Path | None, analyst: str | None, fmt: str) -> None:
+    """Show privacy budgets (noise mode): spent and remaining ε per analyst, group and
+    overall, and every charge with the query it paid for."""
+    with Guard.open(policy, state=state) as guard:
+        report = guard.budget(analyst)
+    out = _stdout()
+    if fmt == "json":
+        out.print(json.dumps(report), markup=False, highlight=False, soft_wrap=True)
+        return
+    accounts = Table(title="privacy budgets (ε)", title_justify="left")
+    for name in ("account", "limit", "spent", "remaining"):
+        accounts.add_column(name, justify="left" if name == "account" else "right")
+    for a in report["accounts"]:
+        accounts.add_row(a["account"], *(_epsilon(a[k]) for k in ("limit", "spent", "remaining")))
+    out.print(accounts)
+    charges = Table(title=f"charges ({len(report['charges'])})", title_justify="left")
+    for name in ("#", "time (UTC)", "analyst", "ε", "ε global", "log id", "sql"):
+        charges.add_column(name, overflow="fold")
+    for c in report["charges"]:
+        charges.add_row(
+            str(c["sequence"]),
+            c["time"],
+            c["analyst"],
+            _epsilon(c["epsilon"]),
+            _epsilon(c["global"]),
+            str(c["log_id"] or ""),
+            c["sql"] or "",
+        )
+    out.print(charges)
+
+
+def _epsilon(value: dict[str, Any] | None) -> str:
+    return "-" if value is None else f"{value['value']:.6g}"
+
+
+@main.command()
 @_STATE
 @click.option(
     "--policies",

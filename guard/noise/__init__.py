@@ -1,18 +1,20 @@
 """Noise mode's pure core: exact samplers, mechanisms, ε accounting, budgets, the noise cache.
 
 Stage 7 of the query path (DESIGN.md) for tables whose policy chooses noise. Nothing
-here touches the engine or the state store: the rewrite supplies clamped sums, counts
-and ``_rid`` sets; the state store plugs in through the ``persist`` callbacks.
+here touches the engine or the state store: the rewrite (``guard.query.noisy``) supplies
+bounded sums and counts; the guard charges the ledger and persists draws.
 
     sampling     secure randomness; exact discrete Laplace; Laplace on a grid
     mechanisms   noisy COUNT / SUM / AVG, the seed's clamped mean, group-threshold δ
     composition  exact ε: parsing, sequential split, per-query accountant
     budget       the ledger: per-analyst, group and global limits, atomic charges
-    cache        one noisy answer per (data version, table, measure, aggregate, row set)
+    selection    the canonical selection of a cell: what a noisy draw is cached under
+    cache        the cached draw
+    release      stage 7: statistics -> ε split, costs, draws, the noisy answer
 """
 
 from guard.noise.budget import BudgetExceeded, Ledger, LedgerEntry
-from guard.noise.cache import NoiseCache, NoiseKey, new_fingerprint_key, row_set_fingerprint
+from guard.noise.cache import Draw
 from guard.noise.composition import EpsilonLike, QueryAccountant, as_epsilon, format_epsilon, split_sequential
 from guard.noise.mechanisms import (
     ContributionBounds,
@@ -39,12 +41,11 @@ from guard.noise.sampling import (
 __all__ = [
     "BudgetExceeded",
     "ContributionBounds",
+    "Draw",
     "EpsilonLike",
     "GridSample",
     "Ledger",
     "LedgerEntry",
-    "NoiseCache",
-    "NoiseKey",
     "NoisyMean",
     "NoisyValue",
     "QueryAccountant",
@@ -58,10 +59,8 @@ __all__ = [
     "grid_laplace",
     "group_threshold_delta",
     "mean_from",
-    "new_fingerprint_key",
     "noisy_avg",
     "noisy_count",
     "noisy_sum",
-    "row_set_fingerprint",
     "split_sequential",
 ]

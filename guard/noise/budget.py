@@ -43,6 +43,13 @@ class LedgerEntry:
     at: float
     #: free text tying the charge to its query (e.g. the query log id)
     note: str = ""
+    #: per-account amounts that differ from ``epsilon`` (``"global"``, ``"group:<name>"``),
+    #: e.g. 0 globally for an answer already drawn for another analyst
+    accounts: tuple[tuple[str, Fraction], ...] = ()
+
+    def amount(self, account: str) -> Fraction:
+        """What this charge spent from ``account``."""
+        return dict(self.accounts).get(account, self.epsilon)
 
 
 class BudgetExceeded(BudgetExhausted):
@@ -104,24 +111,87 @@ class Ledger:
         for entry in history:
             self._apply(entry)
 
-    def charge(self, analyst: str, epsilon: EpsilonLike, *, note: str = "") -> LedgerEntry:
+    def charge(
+        self,
+        analyst: str,
+        epsilon: EpsilonLike,
+        *,
+        note: str = "",
+        accounts: Mapping[str, Fraction] | None = None,
+        persist: Callable[[LedgerEntry], None] | None = None,
+    ) -> LedgerEntry:
         """Spend ``epsilon`` from the analyst's, their groups' and the global budget, atomically.
 
+        ``accounts`` overrides the amount for shared accounts (``"global"``,
+        ``"group:<name>"``; 0 allowed): what a group or everyone already paid for is not
+        paid again. ``persist`` (else the ledger's own) runs before anything changes.
         Returns the committed entry. Raises ``BudgetExceeded`` (a ``BudgetExhausted``)
-        and changes nothing if any of those budgets has less than ``epsilon`` left;
-        ``ValueError`` if ε is not > 0; whatever ``persist`` raises, also changing nothing.
+        and changes nothing if any of those budgets has less than its amount left;
+        ``ValueError`` if ε is not > 0 or an override is negative or names no account of
+        the analyst; whatever ``persist`` raises, also changing nothing.
         """
         eps = as_epsilon(epsilon)
+        overrides = tuple(sorted((accounts or {}).items()))
         with self._lock:
-            for account in self._accounts(analyst):
+            names = self._accounts(analyst)
+            for account, amount in overrides:
+                if account not in names[1:] or amount < 0:
+                    raise ValueError(f"cannot charge {amount} to {account!r} for analyst {analyst!r}")
+            entry = LedgerEntry(self._last_sequence + 1, analyst, eps, self._clock(), note, overrides)
+            for account in names:
+                amount = entry.amount(account)
                 left = self._limit(account, analyst) - self._spent.get(account, Fraction(0))
-                if eps > left:
-                    raise self._refusal(account, analyst, eps, max(left, Fraction(0)))
-            entry = LedgerEntry(self._last_sequence + 1, analyst, eps, self._clock(), note)
-            if self._persist is not None:
-                self._persist(entry)
+                if amount > left:
+                    raise self._refusal(account, analyst, amount, max(left, Fraction(0)))
+            writer = persist or self._persist
+            if writer is not None:
+                writer(entry)
             self._apply(entry)
             return entry
+
+    def check(self, analyst: str, epsilon: Fraction, accounts: Mapping[str, Fraction] | None = None) -> None:
+        """Raise ``BudgetExceeded`` if ``charge`` with these amounts would; change nothing.
+
+        A pre-check only (the guard draws no noise for a query it cannot pay for):
+        ``charge`` checks again under the lock.
+        """
+        with self._lock:
+            for account in self._accounts(analyst):
+                amount = (accounts or {}).get(account, epsilon)
+                left = self._limit(account, analyst) - self._spent.get(account, Fraction(0))
+                if amount > left:
+                    raise self._refusal(account, analyst, amount, max(left, Fraction(0)))
+
+    def remaining_after(
+        self, analyst: str, epsilon: Fraction, accounts: Mapping[str, Fraction] | None = None
+    ) -> Fraction:
+        """What ``analyst`` could still spend after a charge of these amounts."""
+        with self._lock:
+            return max(
+                min(
+                    self._limit(account, analyst)
+                    - self._spent.get(account, Fraction(0))
+                    - (accounts or {}).get(account, epsilon)
+                    for account in self._accounts(analyst)
+                ),
+                Fraction(0),
+            )
+
+    def groups_of(self, analyst: str) -> tuple[str, ...]:
+        """The budget groups ``analyst`` belongs to (accounts ``"group:<name>"``)."""
+        return tuple(account.split(":", 1)[1] for account in self._groups_of.get(analyst, ()))
+
+    def balances(self) -> list[tuple[str, Fraction | None, Fraction]]:
+        """(account, limit or None when the account has none, spent) for every account
+        with a limit or a charge: ``"global"``, ``"group:<name>"``, ``"analyst:<name>"``."""
+        with self._lock:
+            names = sorted(set(self._limits) | set(self._spent), key=lambda a: (a != "global", a))
+            return [(a, self._limits.get(a), self._spent.get(a, Fraction(0))) for a in names]
+
+    def limit_of(self, analyst: str) -> Fraction:
+        """The analyst's own budget (0 when they have none)."""
+        with self._lock:
+            return self._limit(_analyst(analyst), analyst)
 
     def spent(self, analyst: str | None = None) -> Fraction:
         """ε spent by ``analyst``, or by everyone when None."""
@@ -152,7 +222,7 @@ class Ledger:
 
     def _apply(self, entry: LedgerEntry) -> None:
         for account in self._accounts(entry.analyst):
-            self._spent[account] = self._spent.get(account, Fraction(0)) + entry.epsilon
+            self._spent[account] = self._spent.get(account, Fraction(0)) + entry.amount(account)
         self._entries.append(entry)
         self._last_sequence = max(self._last_sequence, entry.sequence)
 

@@ -10,17 +10,21 @@ import difflib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from guard.errors import PolicyError
+from guard.noise.composition import as_epsilon
 from guard.policy.model import (
     Analyst,
     Column,
     Limits,
     LinkScope,
+    NoiseMode,
+    NoiseSettings,
     Policy,
     Protection,
     Role,
@@ -109,6 +113,20 @@ class _Reader:
             raise self.fail(f"expected one of {', '.join(choices)}{hint}", key)
         return value
 
+    def epsilon(self, value: Any, key: str) -> Fraction:
+        """A positive ε: a number, or a decimal / fraction string such as "1/3"."""
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise self.fail(f"expected a positive number (an ε), got {_kind(value)}", key)
+        try:
+            return as_epsilon(value)
+        except ValueError:
+            raise self.fail(f"expected a positive number (an ε), got {value!r}", key) from None
+
+    def noise_mode(self, value: Any, key: str) -> NoiseMode:
+        if isinstance(value, bool):  # YAML reads a bare off / on / no as a boolean
+            return NoiseMode.NOISE if value else NoiseMode.OFF
+        return NoiseMode(self.choice(value, key, tuple(m.value for m in NoiseMode)))
+
     def bounds(self, value: Any, key: str) -> tuple[float, float]:
         if (
             not isinstance(value, list)
@@ -161,7 +179,7 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
     base = path.parent
     top = r.mapping(
         document,
-        ("name", "description", "state", "backend", "protection", "limits", "tables", "analysts"),
+        ("name", "description", "state", "backend", "protection", "noise", "limits", "tables", "analysts"),
         required=("tables", "analysts"),
     )
     name = r.string(top.get("name", path.stem), "name")
@@ -182,7 +200,9 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
         tables = _tables(r, top["tables"], base)
     with r.at("analysts"):
         analysts = _analysts(r, top["analysts"], tables)
-    return Policy(
+    with r.at("noise"):
+        noise = _noise(r, top.get("noise"), analysts)
+    policy = Policy(
         name=name,
         path=path,
         state_dir=state_dir,
@@ -191,7 +211,97 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
         protection=protection,
         limits=limits,
         analysts=analysts,
+        noise=noise,
     )
+    if policy.uses_noise:
+        _check_noise(r, policy)
+    return policy
+
+
+def _noise(r: _Reader, value: Any, analysts: tuple[Analyst, ...]) -> NoiseSettings:
+    default = NoiseSettings()
+    m = r.mapping(
+        value,
+        ("mode", "epsilon_per_query", "average", "contribution", "group_threshold", "delta", "budgets"),
+    )
+    mode = r.noise_mode(m.get("mode", default.mode.value), "mode")
+    epsilon = r.epsilon(m.get("epsilon_per_query", 1), "epsilon_per_query")
+    average = r.choice(m.get("average", default.average), "average", ("ratio", "clamped_mean"))
+    with r.at("contribution"):
+        c = r.mapping(m.get("contribution"), ("cells_per_unit", "rows_per_cell"))
+        cells = r.integer(c.get("cells_per_unit", default.cells_per_unit), "cells_per_unit", 1)
+        rows = r.integer(c.get("rows_per_cell", default.rows_per_cell), "rows_per_cell", 1)
+    threshold = None
+    if m.get("group_threshold") is not None:
+        threshold = r.integer(m["group_threshold"], "group_threshold", 1)
+    delta = r.number(m.get("delta", default.delta), "delta", 0.0, 0.5)
+    if delta == 0:
+        raise r.fail("must be > 0 (use group_threshold for a fixed threshold)", "delta")
+    with r.at("budgets"):
+        b = r.mapping(m.get("budgets"), ("per_analyst", "global", "groups"))
+        per_analyst = r.epsilon(b["per_analyst"], "per_analyst") if "per_analyst" in b else None
+        global_budget = r.epsilon(b["global"], "global") if "global" in b else None
+        with r.at("groups"):
+            groups = _budget_groups(r, b.get("groups"), analysts)
+    return NoiseSettings(
+        mode=mode,
+        epsilon_per_query=epsilon,
+        average=average,
+        cells_per_unit=cells,
+        rows_per_cell=rows,
+        group_threshold=threshold,
+        delta=delta,
+        analyst_budget=per_analyst,
+        global_budget=global_budget,
+        groups=groups,
+    )
+
+
+def _budget_groups(
+    r: _Reader, value: Any, analysts: tuple[Analyst, ...]
+) -> tuple[tuple[str, Fraction, tuple[str, ...]], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise r.fail(f"expected a mapping of group name to {{budget, members}}, got {_kind(value)}")
+    names = [a.name for a in analysts]
+    groups = []
+    for group, spec in value.items():
+        r.string(group, str(group))
+        with r.at(str(group)):
+            m = r.mapping(spec, ("budget", "members"), required=("budget", "members"))
+            budget = r.epsilon(m["budget"], "budget")
+            members = m["members"]
+            if not isinstance(members, list) or not members or not all(isinstance(x, str) for x in members):
+                raise r.fail("expected a non-empty list of analyst names", "members")
+            for member in members:
+                if member not in names:
+                    raise r.fail(f"unknown analyst {member!r}{_did_you_mean(member, names)}", "members")
+            groups.append((str(group), budget, tuple(members)))
+    return tuple(groups)
+
+
+def _check_noise(r: _Reader, policy: Policy) -> None:
+    """What noise mode needs of the rest of the policy, checked once at load."""
+    noise = policy.noise
+    for analyst in policy.analysts:
+        if analyst.budget is None and noise.analyst_budget is None:
+            with r.at("analysts"), r.at(analyst.name):
+                raise r.fail(
+                    "noise mode is used but this analyst has no privacy budget: set noise.budgets."
+                    "per_analyst, or a budget on the analyst",
+                    "budget",
+                )
+    for table in policy.tables:
+        for column in table.columns:
+            if column.role is Role.MEASURE and column.bounds is not None:
+                low, high = column.bounds
+                if not low < high:
+                    with r.at("tables"), r.at(table.name), r.at("columns"), r.at(column.name):
+                        raise r.fail(
+                            "noise mode needs low < high: the noise scale is computed from the bounds",
+                            "bounds",
+                        )
 
 
 def _protection(r: _Reader, value: Any) -> Protection:
@@ -304,7 +414,7 @@ def _tables(r: _Reader, value: Any, base: Path) -> tuple[Table, ...]:
 def _table(r: _Reader, name: str, value: Any, base: Path) -> Table:
     m = r.mapping(
         value,
-        ("source", "privacy_unit", "columns", "description"),
+        ("source", "privacy_unit", "columns", "description", "noise"),
         required=("source", "privacy_unit", "columns"),
     )
     with r.at("source"):
@@ -327,6 +437,7 @@ def _table(r: _Reader, name: str, value: Any, base: Path) -> Table:
         privacy_unit=by_name[unit.lower()].name,
         columns=columns,
         description=description,
+        noise=r.noise_mode(m["noise"], "noise") if "noise" in m else None,
     )
 
 
@@ -386,7 +497,7 @@ def _analysts(r: _Reader, value: Any, tables: tuple[Table, ...]) -> tuple[Analys
     for analyst_name, spec in value.items():
         r.string(analyst_name, str(analyst_name))
         with r.at(str(analyst_name)):
-            m = r.mapping(spec, ("tables", "description"))
+            m = r.mapping(spec, ("tables", "description", "noise", "budget"))
             allowed: tuple[str, ...] | None = None
             if "tables" in m:
                 if not isinstance(m["tables"], list) or not all(isinstance(t, str) for t in m["tables"]):
@@ -396,5 +507,13 @@ def _analysts(r: _Reader, value: Any, tables: tuple[Table, ...]) -> tuple[Analys
                         raise r.fail(f"unknown table {t!r}{_did_you_mean(t, table_names)}", "tables")
                 allowed = tuple(m["tables"])
             description = r.string(m["description"], "description") if "description" in m else ""
-            analysts.append(Analyst(str(analyst_name), allowed, description))
+            analysts.append(
+                Analyst(
+                    str(analyst_name),
+                    allowed,
+                    description,
+                    noise=r.noise_mode(m["noise"], "noise") if "noise" in m else None,
+                    budget=r.epsilon(m["budget"], "budget") if "budget" in m else None,
+                )
+            )
     return tuple(analysts)

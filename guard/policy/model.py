@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from fractions import Fraction
 from pathlib import Path
 
 from guard.rules import Rule
@@ -13,6 +14,8 @@ __all__ = [
     "Column",
     "Limits",
     "LinkScope",
+    "NoiseMode",
+    "NoiseSettings",
     "Policy",
     "Protection",
     "Role",
@@ -59,6 +62,43 @@ class Column:
     description: str = ""
 
 
+class NoiseMode(Enum):
+    """How a table's answers are protected (policies/README.md, "noise")."""
+
+    #: sensitivity rules and cell suppression on exact values (the default)
+    OFF = "off"
+    #: ε-differential privacy: noisy values, contribution bounding, budgets; no suppression
+    NOISE = "noise"
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """Noise mode's parameters: one ε per query, contribution bounds, the budgets."""
+
+    #: the mode of every table and analyst that does not choose its own
+    mode: NoiseMode = NoiseMode.OFF
+    #: ε one query spends, split over its statistics and grouping levels
+    epsilon_per_query: Fraction = Fraction(1)
+    #: AVG as "ratio" (noisy centred sum / noisy count) or "clamped_mean" (seed 001's
+    #: clamping-down mean with a noisy size)
+    average: str = "ratio"
+    #: L0 bound: GROUP BY cells (per grouping level) one privacy unit may reach
+    cells_per_unit: int = 1
+    #: L∞ bound: rows one privacy unit may contribute to one cell
+    rows_per_cell: int = 1
+    #: a GROUP BY row is shown only when its noisy count is at least this; None: the
+    #: smallest threshold whose δ is at most ``delta``
+    group_threshold: int | None = None
+    #: δ target for the automatic group threshold
+    delta: float = 1e-6
+    #: ε every analyst may spend (analysts may declare their own ``budget``)
+    analyst_budget: Fraction | None = None
+    #: ε all analysts together may spend (collusion); None: the sum of analyst budgets
+    global_budget: Fraction | None = None
+    #: group name -> (ε budget, member analysts): analysts who share what they learn
+    groups: tuple[tuple[str, Fraction, tuple[str, ...]], ...] = ()
+
+
 @dataclass(frozen=True)
 class Table:
     name: str
@@ -66,6 +106,8 @@ class Table:
     privacy_unit: str
     columns: tuple[Column, ...]
     description: str = ""
+    #: this table's noise mode; None: the policy's ``noise.mode``
+    noise: NoiseMode | None = None
 
     def column(self, name: str) -> Column | None:
         """The declared column called ``name`` (case-insensitive), or None."""
@@ -137,6 +179,10 @@ class Analyst:
     #: tables this analyst may query; None means every table of the policy
     tables: tuple[str, ...] | None = None
     description: str = ""
+    #: this analyst's noise mode, over the table's; None: the table's
+    noise: NoiseMode | None = None
+    #: ε this analyst may spend; None: the policy's ``noise.budgets.per_analyst``
+    budget: Fraction | None = None
 
     def may_query(self, table: str) -> bool:
         return self.tables is None or table.lower() in (t.lower() for t in self.tables)
@@ -152,6 +198,7 @@ class Policy:
     protection: Protection
     limits: Limits
     analysts: tuple[Analyst, ...]
+    noise: NoiseSettings = field(default_factory=NoiseSettings)
 
     def table(self, name: str) -> Table | None:
         lowered = name.lower()
@@ -165,3 +212,13 @@ class Policy:
             if analyst.name == name:
                 return analyst
         return None
+
+    def noise_mode(self, table: Table, analyst: Analyst) -> NoiseMode:
+        """The mode an answer of ``table`` to ``analyst`` gets: the analyst's, else the
+        table's, else the policy's."""
+        return analyst.noise or table.noise or self.noise.mode
+
+    @property
+    def uses_noise(self) -> bool:
+        modes = {self.noise.mode, *(t.noise for t in self.tables), *(a.noise for a in self.analysts)}
+        return bool(modes - {None, NoiseMode.OFF})

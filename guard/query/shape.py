@@ -17,6 +17,7 @@ __all__ = [
     "Predicate",
     "QueryShape",
     "Scalar",
+    "jsonable",
 ]
 
 #: a constant an analyst may compare a dimension with
@@ -64,7 +65,7 @@ class Predicate:
     values: tuple[Scalar, ...] = ()
 
     def sort_key(self) -> str:
-        return json.dumps([self.column, self.op.value, [_jsonable(v) for v in self.values]])
+        return json.dumps([self.column, self.op.value, [jsonable(v) for v in self.values]])
 
 
 class OutputKind(Enum):
@@ -134,7 +135,8 @@ class QueryShape:
         return json.dumps(key, separators=(",", ":"))
 
 
-def _jsonable(value: Scalar) -> str | int | float | bool:
+def jsonable(value: Scalar) -> str | int | float | bool:
+    """``value`` as JSON can hold it (dates as ISO text)."""
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
     return value

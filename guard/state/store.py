@@ -20,9 +20,11 @@ import duckdb
 import pandas as pd
 
 from guard.errors import BackendError
+from guard.noise.budget import LedgerEntry
+from guard.noise.cache import Draw, fraction_from_text, fraction_text
 from guard.sqlfiles import read_sql, statements
 
-__all__ = ["GENESIS", "LogRecord", "Release", "StateStore"]
+__all__ = ["GENESIS", "LogRecord", "NoiseWrite", "Release", "StateStore"]
 
 GENESIS = "0" * 64
 _LOG_COLUMNS = (
@@ -73,6 +75,20 @@ class Release:
     status: str
 
 
+@dataclass(frozen=True)
+class NoiseWrite:
+    """What a noisy answer adds to the store, in the transaction of its log row."""
+
+    data_version: str
+    table: str
+    #: the budget charge (None when the answer repeats what the analyst received)
+    charge: LedgerEntry | None
+    #: new draws, by cache key
+    draws: dict[str, Draw]
+    #: cache keys the analyst receives for the first time
+    received: list[str]
+
+
 def _record_hash(prev_hash: str, ts: str, record: dict[str, Any]) -> str:
     body = json.dumps({"ts": ts, **record}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
@@ -101,8 +117,11 @@ class StateStore:
         last = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
         self._last_hash = last[0] if last else GENESIS
 
-    def append(self, record: LogRecord, releases: list[Release] | None = None) -> int:
-        """Append one record (and the cells it released) and commit it; returns its id.
+    def append(
+        self, record: LogRecord, releases: list[Release] | None = None, noise: NoiseWrite | None = None
+    ) -> int:
+        """Append one record (and the cells it released, or its noise charge and draws)
+        and commit it; returns its id.
 
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
@@ -152,6 +171,8 @@ class StateStore:
                 assert row is not None
                 if releases:
                     self._insert_releases(record, releases, int(row[0]))
+                if noise is not None:
+                    self._insert_noise(record, noise, int(row[0]), ts_text)
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
                 self._con.execute("ROLLBACK")
@@ -173,11 +194,106 @@ class StateStore:
                 "log_id": [log_id] * len(releases),
             }
         )
-        self._con.register("_releases", frame)
+        self._insert_frame("released_cells", frame)
+
+    def _insert_noise(self, record: LogRecord, noise: NoiseWrite, log_id: int, ts: str) -> None:
+        if noise.charge is not None:
+            entry = noise.charge
+            accounts = {account: fraction_text(amount) for account, amount in entry.accounts}
+            self._con.execute(
+                "INSERT INTO budget_ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    entry.sequence,
+                    ts,
+                    entry.analyst,
+                    fraction_text(entry.epsilon),
+                    json.dumps(accounts),
+                    entry.note,
+                    log_id,
+                ],
+            )
+        if noise.draws:
+            keys = list(noise.draws)
+            draws = [noise.draws[k] for k in keys]
+            frame = pd.DataFrame(
+                {
+                    "data_version": [noise.data_version] * len(keys),
+                    "table_name": [noise.table] * len(keys),
+                    "cache_key": keys,
+                    "value": [d.value for d in draws],
+                    "scale": [fraction_text(d.scale) for d in draws],
+                    "epsilon": [fraction_text(d.epsilon) for d in draws],
+                    "mechanism": [d.mechanism for d in draws],
+                    "log_id": [log_id] * len(keys),
+                }
+            )
+            self._insert_frame("noise_draws", frame)
+        if noise.received:
+            frame = pd.DataFrame(
+                {
+                    "data_version": [noise.data_version] * len(noise.received),
+                    "table_name": [noise.table] * len(noise.received),
+                    "cache_key": noise.received,
+                    "analyst": [record.analyst] * len(noise.received),
+                    "log_id": [log_id] * len(noise.received),
+                }
+            )
+            self._insert_frame("noise_received", frame)
+
+    def _insert_frame(self, table: str, frame: pd.DataFrame) -> None:
+        self._con.register("_frame", frame)
         try:
-            self._con.execute("INSERT OR IGNORE INTO released_cells SELECT * FROM _releases")
+            self._con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM _frame")
         finally:
-            self._con.unregister("_releases")
+            self._con.unregister("_frame")
+
+    def ledger(self) -> list[LedgerEntry]:
+        """Every budget charge, oldest first (the note carries the log id)."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT sequence, analyst, epsilon, accounts, ts, note, log_id FROM budget_ledger "
+                "ORDER BY sequence"
+            ).fetchall()
+        entries = []
+        for sequence, analyst, epsilon, accounts, ts, note, log_id in rows:
+            amounts = tuple(sorted((a, fraction_from_text(v)) for a, v in json.loads(accounts).items()))
+            at = ts.replace(tzinfo=dt.UTC).timestamp()
+            entries.append(
+                LedgerEntry(
+                    int(sequence),
+                    str(analyst),
+                    fraction_from_text(epsilon),
+                    at,
+                    note or f"log {log_id}",
+                    amounts,
+                )
+            )
+        return entries
+
+    def noise_draws(self, data_version: str, table: str) -> dict[str, Draw]:
+        """The cached draws of ``table`` at ``data_version``, by cache key."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT cache_key, value, scale, epsilon, mechanism FROM noise_draws "
+                "WHERE data_version = ? AND table_name = ?",
+                [data_version, table],
+            ).fetchall()
+        return {
+            str(key): Draw(float(value), fraction_from_text(scale), fraction_from_text(eps), str(mechanism))
+            for key, value, scale, eps, mechanism in rows
+        }
+
+    def noise_received(self, data_version: str, table: str) -> dict[str, set[str]]:
+        """Per analyst, the cache keys of ``table`` at ``data_version`` they received."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT analyst, cache_key FROM noise_received WHERE data_version = ? AND table_name = ?",
+                [data_version, table],
+            ).fetchall()
+        received: dict[str, set[str]] = {}
+        for analyst, key in rows:
+            received.setdefault(str(analyst), set()).add(str(key))
+        return received
 
     def released(self, data_version: str, table: str, analyst: str | None) -> list[tuple[str, str, str]]:
         """(space, cell key, status) of every cell released on ``table`` at ``data_version``,

@@ -1,0 +1,436 @@
+"""Stage 7 for noise mode: turn a query's bounded cell statistics into a noisy answer.
+
+Three steps, so that the guard can charge the budget between them:
+
+1. :func:`prepare` — which noisy statistics each cell needs, each one's cache key (its
+   canonical selection, see ``selection``), and the query's ε split;
+2. :meth:`Prepared.costs` — what the query would spend from each account, given what
+   is cached and what each account has already received;
+3. :meth:`Prepared.draw` then :meth:`Prepared.answer` — noise for the missing
+   statistics only, then the rows, flags and notes.
+
+Composition (``composition``): ε per query is split equally over its *groups*, one per
+(noisy statistic, grouping level); the cells of one group compose in parallel because the
+engine bounds each unit to ``cells_per_unit`` cells of a level and the noise scale
+includes that factor. A group whose every cell is cached costs nothing; one new cell
+costs the whole share.
+
+Noisy statistics per aggregate:
+
+- COUNT(*) / COUNT(col): bounded count + discrete Laplace (geometric) noise, Δ = c·m;
+- SUM(col): sum of values clamped to [L, U] + Laplace on a grid, Δ = c·m·max(|L|, |U|);
+- AVG(col), ``average: ratio`` (default): mid + noisy centred sum / max(noisy count, 1),
+  clamped into [L, U]; the centred sum Σ(x - mid) has Δ = c·m·(U - L)/2, half that of
+  the plain sum when L >= 0, and its noise does not grow with the mean;
+- AVG(col), ``average: clamped_mean``: seed 001's clamping-down mean, with the size S
+  replaced by the released noisy count (a true S would leak under add/remove
+  neighbours), including its S = 0 case.
+
+A GROUP BY row is shown only when its noisy count reaches the group threshold τ (a row
+that exists because of one respondent would otherwise reveal them): δ ≤ c·a^(τ-m)/(1+a),
+a = e^(-1/scale), per grouping level. Rows with fewer keys than the level are never
+thresholded: the grand total of a query exists whatever the data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from guard.cells import Flag
+from guard.noise.cache import Draw
+from guard.noise.composition import format_epsilon, split_sequential
+from guard.noise.mechanisms import (
+    ContributionBounds,
+    clamped_mean_seed,
+    group_threshold_delta,
+    noisy_count,
+    noisy_sum,
+)
+from guard.noise.sampling import RandomSource
+from guard.noise.selection import cell_selection
+from guard.protect import ordered_rows
+from guard.query.noisy import Statistic
+from guard.query.shape import AggFunc, OutputKind, QueryShape
+from guard.result import ProtectedResult
+
+__all__ = ["Costs", "NoiseConfig", "Prepared", "prepare", "spent_note", "statistics_for"]
+
+#: smallest automatic threshold tried is m + 1; the search stops here (δ ≤ 1e-300 long before)
+_MAX_THRESHOLD = 100_000
+
+
+@dataclass(frozen=True)
+class NoiseConfig:
+    """The policy's noise parameters for one table, as the release needs them."""
+
+    epsilon: Fraction
+    average: str
+    cells_per_unit: int
+    rows_per_cell: int
+    #: None: the smallest threshold with δ <= ``delta``
+    group_threshold: int | None
+    delta: float
+    #: declared [L, U] of each measure
+    bounds: Mapping[str, tuple[float, float]]
+    #: engine type names of the columns (integer-ness closes ranges)
+    types: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class _Noisy:
+    """A noisy statistic: "units", "count", "sum", "csum" (centred sum) or "mean"."""
+
+    kind: str
+    column: str | None = None
+
+    def __lt__(self, other: _Noisy) -> bool:  # COUNT(*) (column None) sorts first
+        return (self.kind, self.column or "") < (other.kind, other.column or "")
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}({self.column or '*'})"
+
+
+@dataclass(frozen=True)
+class Costs:
+    """ε the query would spend from each kind of account."""
+
+    #: the asking analyst's own account: groups with a cell they have not received
+    analyst: Fraction
+    #: the global account: groups with a cell never drawn for anyone
+    fresh: Fraction
+    #: per budget group: groups with a cell no member has received
+    groups: Mapping[str, Fraction]
+
+
+@dataclass
+class Prepared:
+    """A query's noisy statistics, before any noise is drawn."""
+
+    shape: QueryShape
+    config: NoiseConfig
+    #: per result row: its grouping level (the keys not rolled up) and key values
+    levels: list[tuple[str, ...]]
+    keys: list[tuple[Any, ...]]
+    #: per result row: noisy statistic -> cache key
+    cache_keys: list[dict[_Noisy, str]]
+    #: per result row: noisy statistic -> the bounded true statistics it is computed from
+    truths: list[dict[_Noisy, float]]
+    #: ε per (statistic, level) group
+    shares: dict[tuple[_Noisy, tuple[str, ...]], Fraction]
+    #: per aggregate of the shape: the noisy statistics its value is computed from
+    recipes: list[tuple[_Noisy, ...]]
+    #: per level with keys: the statistic its rows are thresholded on
+    thresholds: dict[tuple[str, ...], _Noisy]
+
+    def costs(self, drawn: Mapping[str, Draw], received: set[str], by_group: Mapping[str, set[str]]) -> Costs:
+        """ε per account: ``drawn`` is the cache, ``received`` what the analyst has
+        received, ``by_group`` what each of their budget groups has received."""
+
+        def cost(known: Mapping[str, Any] | set[str]) -> Fraction:
+            total = Fraction(0)
+            for (noisy, level), share in self.shares.items():
+                if any(noisy in keys and keys[noisy] not in known for keys in self._rows_of(level)):
+                    total += share
+            return total
+
+        return Costs(
+            analyst=cost(received),
+            fresh=cost(drawn),
+            groups={group: cost(keys) for group, keys in by_group.items()},
+        )
+
+    def draw(self, drawn: Mapping[str, Draw], rng: RandomSource | None = None) -> dict[str, Draw]:
+        """Noise for every statistic not in ``drawn``: the new cache entries."""
+        fresh: dict[str, Draw] = {}
+        c, m = self.config.cells_per_unit, self.config.rows_per_cell
+        for r, keys in enumerate(self.cache_keys):
+            # counts first: a clamped mean reads its cell's released count
+            for noisy in sorted(keys, key=lambda n: n.kind != "count"):
+                key = keys[noisy]
+                if key in drawn or key in fresh:
+                    continue
+                share = self.shares[(noisy, self.levels[r])]
+                released_count = None
+                if noisy.kind == "mean":
+                    count_key = keys[_Noisy("count", noisy.column)]
+                    released_count = (fresh[count_key] if count_key in fresh else drawn[count_key]).value
+                fresh[key] = _draw(noisy, self.truths[r], share, self.config, c, m, released_count, rng)
+        return fresh
+
+    def answer(self, drawn: Mapping[str, Draw], notes: Sequence[str] = ()) -> ProtectedResult:
+        """The rows (thresholded, ordered, limited), all aggregates flagged ``noised``."""
+        shape, config = self.shape, self.config
+        rows: list[list[Any]] = []
+        flags: list[list[str]] = []
+        used: dict[int, set[tuple[str, Fraction]]] = {}
+        for r, keys in enumerate(self.cache_keys):
+            level = self.levels[r]
+            if level in self.thresholds:
+                gate = drawn[keys[self.thresholds[level]]].value
+                if gate < self._threshold(level):
+                    continue
+            values: list[Any] = []
+            row_flags: list[str] = []
+            for output in shape.outputs:
+                if output.kind is OutputKind.KEY:
+                    values.append(self.keys[r][output.index])
+                    row_flags.append(Flag.RELEASED.value)
+                elif output.kind is OutputKind.GROUPING:
+                    values.append(int(shape.group_by[output.index] not in level))
+                    row_flags.append(Flag.RELEASED.value)
+                else:
+                    recipe = self.recipes[output.index]
+                    parts = [drawn[keys[noisy]] for noisy in recipe]
+                    used.setdefault(output.index, set()).update(
+                        (n.kind, d.scale) for n, d in zip(recipe, parts, strict=True)
+                    )
+                    values.append(_value(shape.aggregates[output.index].func, recipe, parts, config))
+                    row_flags.append(Flag.NOISED.value)
+            rows.append(values)
+            flags.append(row_flags)
+        order = ordered_rows(shape, rows)
+        return ProtectedResult(
+            columns=[o.name for o in shape.outputs],
+            rows=[rows[i] for i in order],
+            flags=[flags[i] for i in order],
+            notes=[*notes, *self._notes(used)],
+        )
+
+    def _rows_of(self, level: tuple[str, ...]) -> list[dict[_Noisy, str]]:
+        return [keys for r, keys in enumerate(self.cache_keys) if self.levels[r] == level]
+
+    def _threshold(self, level: tuple[str, ...]) -> int:
+        if self.config.group_threshold is not None:
+            return self.config.group_threshold
+        return automatic_threshold(
+            self._threshold_scale(level), self._threshold_bounds(level), self.config.delta
+        )
+
+    def _threshold_scale(self, level: tuple[str, ...]) -> Fraction:
+        noisy = self.thresholds[level]
+        bounds = self._threshold_bounds(level)
+        return Fraction(bounds.rows_per_unit) / self.shares[(noisy, level)]
+
+    def _threshold_bounds(self, level: tuple[str, ...]) -> ContributionBounds:
+        m = 1 if self.thresholds[level].kind == "units" else self.config.rows_per_cell
+        return ContributionBounds(self.config.cells_per_unit, m)
+
+    def _notes(self, used: Mapping[int, set[tuple[str, Fraction]]]) -> list[str]:
+        """Per noisy column, its mechanism and scale(s); the threshold and its δ; the
+        contribution bounds. All of it follows from the policy and the query alone."""
+        shape, config = self.shape, self.config
+        notes = []
+        for output in shape.outputs:
+            if output.kind is not OutputKind.AGGREGATE or output.index not in used:
+                continue
+            aggregate = shape.aggregates[output.index]
+            parts = []
+            for kind in dict.fromkeys(kind for kind, _ in sorted(used[output.index])):
+                scales = sorted(scale for k, scale in used[output.index] if k == kind)
+                parts.append(f"{_DESCRIPTION[kind]} scale {', '.join(_number(s) for s in scales)}")
+            clamp = ""
+            if aggregate.column is not None and aggregate.func is not AggFunc.COUNT:
+                low, high = config.bounds[aggregate.column]
+                clamp = f"; values clamped to [{_number(low)}, {_number(high)}]"
+            notes.append(f"{output.name}: {'; '.join(parts)}{clamp}")
+        for level in sorted(self.thresholds, key=len):
+            if not any(self.levels[r] == level for r in range(len(self.levels))):
+                continue
+            tau = self._threshold(level)
+            delta = group_threshold_delta(tau, self._threshold_scale(level), self._threshold_bounds(level))
+            by = ", ".join(level)
+            notes.append(
+                f"rows grouped by {by} are shown only when their noisy count is at least {tau} "
+                f"(δ ≤ {delta:.2g}): a group's existence alone could reveal a respondent"
+            )
+        m, c = config.rows_per_cell, config.cells_per_unit
+        notes.append(
+            f"contribution bounds: each respondent counts for at most {m} row{'s' * (m > 1)} per cell "
+            f"and {c} cell{'s' * (c > 1)} per grouping level; negative noisy counts are shown as 0"
+        )
+        return notes
+
+
+_DESCRIPTION = {
+    "units": "noisy respondent count (geometric),",
+    "count": "noisy count (geometric),",
+    "sum": "noisy sum (Laplace on a grid),",
+    "csum": "noisy centred sum (Laplace on a grid),",
+    "mean": "clamping-down mean (seed 001, Laplace on a grid),",
+}
+
+
+def prepare(
+    shape: QueryShape,
+    rows: Sequence[Sequence[Any]],
+    key_slots: Sequence[int],
+    slots: Mapping[Statistic, int],
+    grouping_slot: int | None,
+    config: NoiseConfig,
+    scope: Sequence[object],
+) -> Prepared:
+    """The noisy statistics of every row of a :func:`guard.query.noisy.noisy_rewrite`
+    result. ``scope`` (e.g. data version and table) prefixes every cache key."""
+    recipes = [recipe(a.func, a.column, config.average) for a in shape.aggregates]
+    needed = sorted({noisy for r in recipes for noisy in r})
+    levels_of_rows: list[tuple[str, ...]] = []
+    for row in rows:
+        gid = int(row[grouping_slot]) if grouping_slot is not None else 0
+        n = len(shape.group_by)
+        levels_of_rows.append(tuple(k for i, k in enumerate(shape.group_by) if not gid >> (n - 1 - i) & 1))
+    thresholds = {level: threshold_statistic(needed) for level in shape.levels if level}
+    shares_of: list[tuple[_Noisy, tuple[str, ...]]] = []
+    for level in shape.levels:
+        per_level = set(needed) | ({thresholds[level]} if level in thresholds else set())
+        shares_of.extend((noisy, level) for noisy in sorted(per_level))
+    shares = dict(zip(shares_of, split_sequential(config.epsilon, len(shares_of)), strict=True))
+    cache_keys: list[dict[_Noisy, str]] = []
+    truths: list[dict[_Noisy, float]] = []
+    keys: list[tuple[Any, ...]] = []
+    for r, row in enumerate(rows):
+        level = levels_of_rows[r]
+        values = tuple(row[s] for s in key_slots)
+        keys.append(values)
+        cell = [(k, values[shape.group_by.index(k)]) for k in level]
+        selection = cell_selection(shape.predicates, cell, config.types)
+        wanted = set(needed) | ({thresholds[level]} if level in thresholds else set())
+        cache_keys.append({noisy: _cache_key(scope, noisy, config, selection) for noisy in sorted(wanted)})
+        truths.append(_truths(row, slots))
+    return Prepared(shape, config, levels_of_rows, keys, cache_keys, truths, shares, recipes, thresholds)
+
+
+def recipe(func: AggFunc, column: str | None, average: str) -> tuple[_Noisy, ...]:
+    """The noisy statistics an aggregate's value is computed from."""
+    if func is AggFunc.COUNT:
+        return (_Noisy("count", column),)
+    if func is AggFunc.SUM:
+        return (_Noisy("sum", column),)
+    if average == "clamped_mean":
+        return (_Noisy("count", column), _Noisy("mean", column))
+    return (_Noisy("csum", column), _Noisy("count", column))
+
+
+def threshold_statistic(needed: Sequence[_Noisy]) -> _Noisy:
+    """What GROUP BY rows are thresholded on: a count the query releases anyway
+    (COUNT(*) first), else a dedicated respondent count."""
+    counts = sorted((n for n in needed if n.kind == "count"), key=lambda n: n.column is not None)
+    return counts[0] if counts else _Noisy("units")
+
+
+def statistics_for(shape: QueryShape, average: str) -> list[Statistic]:
+    """The bounded statistics the engine must return for ``shape``'s noisy answer."""
+    recipes = [recipe(a.func, a.column, average) for a in shape.aggregates]
+    needed = {noisy for r in recipes for noisy in r}
+    if shape.group_by:
+        needed.add(threshold_statistic(sorted(needed)))
+    wanted: set[Statistic] = set()
+    for noisy in needed:
+        if noisy.kind == "units":
+            wanted.add(Statistic("units"))
+        elif noisy.kind == "count":
+            wanted.add(Statistic("count", noisy.column))
+        else:  # sum, csum and mean read the clamped sum and the bounded count
+            wanted.update((Statistic("sum", noisy.column), Statistic("count", noisy.column)))
+    return sorted(wanted, key=lambda s: (s.kind, s.column or ""))
+
+
+def automatic_threshold(scale: Fraction, bounds: ContributionBounds, delta: float) -> int:
+    """The smallest τ > m with group_threshold_delta(τ) <= ``delta``."""
+    for tau in range(bounds.rows_per_cell + 1, _MAX_THRESHOLD):
+        if group_threshold_delta(tau, scale, bounds) <= delta:
+            return tau
+    return _MAX_THRESHOLD
+
+
+def _cache_key(scope: Sequence[object], noisy: _Noisy, config: NoiseConfig, selection: str) -> str:
+    # what is measured: the statistic, what bounds it (clamping, contribution) and the rows
+    bounds = config.bounds.get(noisy.column) if noisy.column and noisy.kind != "count" else None
+    contribution = [config.cells_per_unit, 1 if noisy.kind == "units" else config.rows_per_cell]
+    return json.dumps(
+        [*scope, noisy.kind, noisy.column, bounds, contribution, json.loads(selection)],
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+def _truths(row: Sequence[Any], slots: Mapping[Statistic, int]) -> dict[_Noisy, float]:
+    truths: dict[_Noisy, float] = {}
+    for statistic, slot in slots.items():
+        value = row[slot]
+        number = 0.0 if value is None else float(value)
+        truths[_Noisy(statistic.kind, statistic.column)] = number
+    return truths
+
+
+def _draw(
+    noisy: _Noisy,
+    truths: Mapping[_Noisy, float],
+    epsilon: Fraction,
+    config: NoiseConfig,
+    c: int,
+    m: int,
+    released_count: float | None,
+    rng: RandomSource | None,
+) -> Draw:
+    if noisy.kind == "units":
+        v = noisy_count(int(truths[noisy]), epsilon, ContributionBounds(c, 1), rng)
+        return Draw(float(v.value), v.scale, epsilon, v.mechanism)
+    if noisy.kind == "count":
+        v = noisy_count(int(truths[noisy]), epsilon, ContributionBounds(c, m), rng)
+        return Draw(float(v.value), v.scale, epsilon, v.mechanism)
+    assert noisy.column is not None
+    low, high = config.bounds[noisy.column]
+    total = truths[_Noisy("sum", noisy.column)]
+    count = truths[_Noisy("count", noisy.column)]
+    if noisy.kind == "sum":
+        v = noisy_sum(total, (low, high), epsilon, ContributionBounds(c, m), rng)
+        return Draw(v.value, v.scale, epsilon, v.mechanism)
+    if noisy.kind == "csum":
+        half = (high - low) / 2
+        v = noisy_sum(total - (low + half) * count, (-half, half), epsilon, ContributionBounds(c, m), rng)
+        return Draw(v.value, v.scale, epsilon, v.mechanism)
+    # the seed's clamped mean with the released size S~: (Σ(x - L) + S~·L + noise) / S~
+    assert released_count is not None
+    size = int(released_count)
+    shifted = total - low * count + size * low
+    v = clamped_mean_seed(shifted, size, (low, high), epsilon / (c * m), rng)
+    # the scale of the noise on the sum: the one on the mean would reveal S~
+    return Draw(v.value, v.scale, epsilon, v.mechanism)
+
+
+def _value(
+    func: AggFunc, recipe: tuple[_Noisy, ...], parts: Sequence[Draw], config: NoiseConfig
+) -> float | int:
+    if func is AggFunc.COUNT:
+        return int(parts[0].value)
+    if func is AggFunc.SUM:
+        return parts[0].value
+    if recipe[1].kind == "mean":
+        return parts[1].value
+    column = recipe[0].column
+    assert column is not None
+    low, high = config.bounds[column]
+    centred, count = parts[0].value, parts[1].value
+    return min(max((low + high) / 2 + centred / max(count, 1.0), low), high)
+
+
+def _number(value: Fraction | float) -> str:
+    number = float(value)
+    if math.isfinite(number) and number == int(number) and abs(number) < 1e15:
+        return str(int(number))
+    return f"{number:.4g}"
+
+
+def spent_note(spent: Fraction, left: Fraction, limit: Fraction, analyst: str) -> str:
+    """The budget line of a noisy answer's notes."""
+    if spent == 0:
+        head = "noise: every value repeats an earlier release, no ε spent"
+    else:
+        head = f"noise: ε = {format_epsilon(spent)} spent on this query"
+    return f"{head}; ε = {format_epsilon(left)} of {format_epsilon(limit)} left for analyst {analyst!r}"
