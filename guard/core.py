@@ -358,7 +358,7 @@ class Guard:
             "QueryRejected": "rejected",
             "BackendError": "error",
             "PolicyError": "error",
-        }.get(type(error).__name__, "refused")
+        }.get(error.kind, "refused")
         self.store.append(
             LogRecord(
                 analyst=str(analyst),
@@ -366,7 +366,7 @@ class Guard:
                 decision=decision,
                 canonical=shape.canonical if shape else None,
                 data_version=info.data_version if info else None,
-                error=type(error).__name__,
+                error=error.kind,
                 reason=error.message,
                 elapsed_ms=(time.perf_counter() - started) * 1000,
             )

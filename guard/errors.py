@@ -33,8 +33,17 @@ class GuardError(Exception):
         super().__init__(message)
         self.message = message
 
+    @property
+    def kind(self) -> str:
+        """The public name of the error: the nearest class defined here (a subclass
+        elsewhere, e.g. the ledger's, refines the error without renaming it)."""
+        for cls in type(self).__mro__:
+            if cls.__module__ == __name__:
+                return cls.__name__
+        return "GuardError"  # pragma: no cover - every GuardError has one
+
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "error": type(self).__name__, "reason": self.message}
+        return {"status": self.status, "error": self.kind, "reason": self.message}
 
 
 class QueryRejected(GuardError):

@@ -122,7 +122,7 @@ def run_demo(out: Console, policies: Path | None, state: Path | None) -> None:
                 try:
                     result = guards[policy].query(sql, analyst="alice")
                 except GuardError as error:
-                    out.print(f"[red]{type(error).__name__}[/red]: {error.message}", highlight=False)
+                    out.print(f"[red]{error.kind}[/red]: {error.message}", highlight=False)
                 else:
                     out.print(result_table(result))
                     for note in result.notes:

@@ -20,7 +20,7 @@ from guard.cli.render import FORMATS, render_error, render_explanation, render_r
 from guard.core import Guard
 from guard.errors import GuardError, codes_for
 from guard.policy.load import load_policy
-from guard.policy.model import Role
+from guard.policy.model import Policy, Role
 
 __all__ = ["main"]
 
@@ -124,6 +124,8 @@ def check_policy(file: Path, state: Path | None) -> None:
         full = "released" if policy.protection.allow_full_population else "withheld"
         out.print(f"  protection: k = {policy.protection.min_query_set_size} (full-population cells {full})")
         out.print(f"  state: {policy.state_dir}")
+        if policy.uses_noise:
+            out.print(f"  {_noise_summary(policy)}", markup=False)
         for table in policy.tables:
             info = guard.backend.table_info(table.name)
             summary = Table(title=f"table {table.name} ({table.source.kind.value}: {table.source.path.name})")
@@ -142,10 +144,27 @@ def check_policy(file: Path, state: Path | None) -> None:
                 f"measures: {', '.join(table.names(Role.MEASURE)) or 'none'}"
             )
         analysts = ", ".join(
-            a.name + (f" (tables: {', '.join(a.tables)})" if a.tables is not None else "")
+            a.name
+            + (f" (tables: {', '.join(a.tables)})" if a.tables is not None else "")
+            + (f" (noise: {a.noise.value})" if a.noise is not None else "")
+            + (f" (budget ε {float(a.budget):g})" if a.budget is not None else "")
             for a in policy.analysts
         )
         out.print(f"  analysts: {analysts}")
+
+
+def _noise_summary(policy: Policy) -> str:
+    noise = policy.noise
+    modes = ", ".join(f"{t.name}: {(t.noise or noise.mode).value}" for t in policy.tables)
+    threshold = noise.group_threshold if noise.group_threshold is not None else f"auto (δ ≤ {noise.delta:g})"
+    budgets = f"per analyst {float(noise.analyst_budget):g}" if noise.analyst_budget is not None else ""
+    if noise.global_budget is not None:
+        budgets += f"{', ' if budgets else ''}global {float(noise.global_budget):g}"
+    return (
+        f"noise: {modes}; ε {float(noise.epsilon_per_query):g} per query; average {noise.average}; "
+        f"contribution c = {noise.cells_per_unit}, m = {noise.rows_per_cell}; group threshold {threshold}; "
+        f"budgets: {budgets or 'per analyst only'}"
+    )
 
 
 @main.command()

@@ -66,7 +66,7 @@ def render_error(error: GuardError, fmt: str, out: Console, err: Console) -> Non
         out.print(json.dumps(error.to_dict()), markup=False, highlight=False, soft_wrap=True)
         return
     label = {"refused": "refused", "error": "error"}.get(error.status, "error")
-    err.print(f"{label} ({type(error).__name__}): {error.message}", markup=False, highlight=False)
+    err.print(f"{label} ({error.kind}): {error.message}", markup=False, highlight=False)
 
 
 def _number(x: float) -> str:
