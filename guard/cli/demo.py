@@ -90,6 +90,30 @@ STEPS: tuple[tuple[str, str, str, str], ...] = (
         "SELECT town, COUNT(*) AS patients, AVG(income) AS mean_income FROM hospital GROUP BY town",
         "Enfield's mean is 3300, as in the seed",
     ),
+    (
+        "hospital-rich",
+        "Attack: Ms. Rich (income 100000) joins Enfield (seed 001)",
+        "SELECT AVG(income) AS mean_income FROM hospital WHERE town = 'Enfield'",
+        "12090.91 instead of 3300: an exact mean reveals that she attended",
+    ),
+    (
+        "hospital-dp",
+        "Noise mode: the same mean with ε = 1 and bounds [1000, 100000]",
+        "SELECT AVG(income) AS mean_income FROM hospital WHERE town = 'Enfield'",
+        "a noisy mean, flagged noised: with or without Ms. Rich it looks alike; ε = 1 spent",
+    ),
+    (
+        "hospital-dp",
+        "Noise mode: averaging attack - the same question rephrased",
+        "SELECT AVG(income) AS mean_income FROM hospital WHERE 'Enfield' = town AND town IN ('Enfield')",
+        "the identical value at no cost: repeating or rephrasing gains nothing",
+    ),
+    (
+        "hospital-dp",
+        "Noise mode: patients by town",
+        "SELECT town, COUNT(*) AS patients FROM hospital GROUP BY town",
+        "noisy counts; towns whose noisy count is below the threshold are not shown",
+    ),
 )
 
 
