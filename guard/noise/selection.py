@@ -57,15 +57,16 @@ class _Column:
     excluded: set[Any] = field(default_factory=set)
     low: tuple[Any, bool] | None = None  # (bound, inclusive)
     high: tuple[Any, bool] | None = None
+    contradicted: bool = False  # IS NULL and IS NOT NULL both said
 
     def add(self, predicate: Predicate) -> None:
         op, values = predicate.op, predicate.values
         if self.integer:  # 30.0 and 30 are one value of an integer column
             values = tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in values)
-        if op is PredOp.IS_NULL:
-            self.null = True
-        elif op is PredOp.IS_NOT_NULL:
-            self.null = False if self.null is None else self.null
+        if op in (PredOp.IS_NULL, PredOp.IS_NOT_NULL):
+            wanted = op is PredOp.IS_NULL
+            self.contradicted = self.contradicted or self.null is (not wanted)
+            self.null = wanted
         elif op is PredOp.IN:
             chosen = set(values)
             self.values = chosen if self.values is None else self.values & chosen
@@ -90,6 +91,8 @@ class _Column:
     def canonical(self) -> dict[str, Any] | None:
         """The normalized conditions (None: no condition at all). Raises _Contradiction."""
         compared = self.values is not None or self.excluded or self.low or self.high
+        if self.contradicted:
+            raise _Contradiction
         if self.null is True:
             if compared:
                 raise _Contradiction
