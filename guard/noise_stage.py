@@ -65,6 +65,8 @@ class NoiseStage:
         self._salt = int.from_bytes(digest[:4], "big") >> 1
         self._draws: dict[tuple[str, str], dict[str, Draw]] = {}
         self._received: dict[tuple[str, str], dict[str, set[str]]] = {}
+        #: per scope: every key anyone received (what the global account has paid for)
+        self._ever: dict[tuple[str, str], set[str]] = {}
 
     def config(self, table: Table, info: TableInfo) -> NoiseConfig:
         noise = self.policy.noise
@@ -95,7 +97,15 @@ class NoiseStage:
             rows_per_cell=config.rows_per_cell,
             salt=self._salt,
         )
-        rows = execute(plan.query).rows
+        rows = list(execute(plan.query).rows)
+        if plan.grouping_slot is not None and () in shape.levels:
+            # the grand total exists whatever the data: the engine gives no row for it
+            # when no unit is selected (panel data), so it is added here
+            full = (1 << len(shape.group_by)) - 1
+            if not any(int(row[plan.grouping_slot]) == full for row in rows):
+                total: list[Any] = [None] * (max(plan.grouping_slot, *plan.slots.values()) + 1)
+                total[plan.grouping_slot] = full
+                rows.append(tuple(total))
         return prepare(shape, rows, plan.key_slots, plan.slots, plan.grouping_slot, config, scope=())
 
     def release(
@@ -120,13 +130,13 @@ class NoiseStage:
             group: set().union(*(received.get(m, set()) for m in self._members[group]))
             for group in self.ledger.groups_of(who.name)
         }
-        costs = prepared.costs(drawn, mine, by_group)
+        ever = self._ever_of(scope)
+        costs = prepared.costs(drawn, mine, by_group, ever)
         accounts = {"global": costs.fresh, **{f"group:{g}": c for g, c in costs.groups.items()}}
         if costs.analyst > 0:
             self.ledger.check(who.name, costs.analyst, accounts)
         fresh = prepared.draw(drawn, self._rng)
-        used = {key for keys in prepared.cache_keys for key in keys.values()}
-        new = sorted(used - mine)
+        new = sorted(prepared.received_keys - mine)
         left = self.ledger.remaining_after(who.name, costs.analyst, accounts)
         note = spent_note(costs.analyst, left, self.ledger.limit_of(who.name), who.name)
         result = prepared.answer(ChainMap(fresh, drawn), [note])
@@ -142,6 +152,7 @@ class NoiseStage:
         # committed: memory may say so now
         drawn.update(fresh)
         received.setdefault(who.name, set()).update(new)
+        ever.update(new)
         return result
 
     def report(self, analyst: str | None = None) -> dict[str, Any]:
@@ -187,6 +198,11 @@ class NoiseStage:
         if scope not in self._draws:
             self._draws[scope] = self.store.noise_draws(*scope)
         return self._draws[scope]
+
+    def _ever_of(self, scope: tuple[str, str]) -> set[str]:
+        if scope not in self._ever:
+            self._ever[scope] = set().union(*self._received_of(scope).values())
+        return self._ever[scope]
 
     def _received_of(self, scope: tuple[str, str]) -> dict[str, set[str]]:
         if scope not in self._received:

@@ -125,7 +125,8 @@ def _table_versions(policy: Policy) -> dict[str, str]:
     versions = {}
     for table in policy.tables:
         digest = hashlib.sha256()
-        declaration: list[object] = [table.name, table.privacy_unit, table.source.kind.value]
+        # "snapshot 2": the snapshot's layout (2 added _ukey); a new layout is a new version
+        declaration: list[object] = ["snapshot 2", table.name, table.privacy_unit, table.source.kind.value]
         declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
         digest.update(json.dumps(declaration).encode())
         digest.update(_file_digest(table, cache).encode())

@@ -127,23 +127,52 @@ class Prepared:
     recipes: list[tuple[_Noisy, ...]]
     #: per level with keys: the statistic its rows are thresholded on
     thresholds: dict[tuple[str, ...], _Noisy]
+    #: per (statistic, level with keys): what is paid for, whatever cells exist
+    group_keys: dict[tuple[_Noisy, tuple[str, ...]], str]
 
-    def costs(self, drawn: Mapping[str, Draw], received: set[str], by_group: Mapping[str, set[str]]) -> Costs:
+    def costs(
+        self,
+        drawn: Mapping[str, Draw],
+        received: set[str],
+        by_group: Mapping[str, set[str]],
+        ever: set[str] | None = None,
+    ) -> Costs:
         """ε per account: ``drawn`` is the cache, ``received`` what the analyst has
-        received, ``by_group`` what each of their budget groups has received."""
+        received, ``by_group`` what each of their budget groups has received, ``ever``
+        what anyone has received (keys of cells and of grouped statistics; default: the
+        cache's and the analyst's keys).
 
-        def cost(known: Mapping[str, Any] | set[str]) -> Fraction:
+        Whether a GROUP BY level is paid for is decided on its group key (statistic,
+        WHERE, grouping), never on which of its cells exist: an empty group and a group of
+        one respondent (hidden by the threshold) must cost the same. A level without keys
+        has exactly one row whatever the data, so its cell decides.
+        """
+
+        def cost(known: Mapping[str, Any] | set[str], grouped_known: set[str]) -> Fraction:
             total = Fraction(0)
-            for (noisy, level), share in self.shares.items():
-                if any(noisy in keys and keys[noisy] not in known for keys in self._rows_of(level)):
+            for group, share in self.shares.items():
+                noisy, level = group
+                key = self.group_keys.get(group)
+                if key is not None:
+                    unpaid = key not in grouped_known
+                else:
+                    unpaid = any(noisy in keys and keys[noisy] not in known for keys in self._rows_of(level))
+                if unpaid:
                     total += share
             return total
 
+        if ever is None:
+            ever = set(drawn) | received
         return Costs(
-            analyst=cost(received),
-            fresh=cost(drawn),
-            groups={group: cost(keys) for group, keys in by_group.items()},
+            analyst=cost(received, received),
+            fresh=cost(drawn, ever),
+            groups={group: cost(keys, keys) for group, keys in by_group.items()},
         )
+
+    @property
+    def received_keys(self) -> set[str]:
+        """Everything this answer gives: its cells' keys and its grouped statistics' keys."""
+        return {key for keys in self.cache_keys for key in keys.values()} | set(self.group_keys.values())
 
     def draw(self, drawn: Mapping[str, Draw], rng: RandomSource | None = None) -> dict[str, Draw]:
         """Noise for every statistic not in ``drawn``: the new cache entries."""
@@ -302,7 +331,15 @@ def prepare(
         wanted = set(needed) | ({thresholds[level]} if level in thresholds else set())
         cache_keys.append({noisy: _cache_key(scope, noisy, config, selection) for noisy in sorted(wanted)})
         truths.append(_truths(row, slots))
-    return Prepared(shape, config, levels_of_rows, keys, cache_keys, truths, shares, recipes, thresholds)
+    where = cell_selection(shape.predicates, [], config.types)
+    group_keys = {
+        (noisy, level): _cache_key(scope, noisy, config, where) + json.dumps(sorted(level))
+        for noisy, level in shares
+        if level
+    }
+    return Prepared(
+        shape, config, levels_of_rows, keys, cache_keys, truths, shares, recipes, thresholds, group_keys
+    )
 
 
 def recipe(func: AggFunc, column: str | None, average: str) -> tuple[_Noisy, ...]:

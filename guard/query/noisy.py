@@ -76,7 +76,7 @@ def noisy_rewrite(
     that picks a unit's cells when it reaches more than ``cells_per_unit``.
 
     Raises:
-        ValueError: a summed column has no bounds, or a bound is below 1.
+        ValueError: a summed column has no bounds, or a contribution bound is below 1.
     """
     if cells_per_unit < 1 or rows_per_cell < 1:
         raise ValueError("contribution bounds must be >= 1")
@@ -152,7 +152,7 @@ def _per_unit(
     """One row per (grouping set, cell, unit): the unit's row counts and clamped sums in
     the cell, and the rank of the cell among the unit's cells of that level."""
     keys = [_column(k) for k in shape.group_by]
-    projections: list[exp.Expr] = [*keys, _column("_uid")]
+    projections: list[exp.Expr] = [*keys, _column("_uid"), _column("_ukey")]
     if sets:
         projections.append(_grouping_id(shape))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
@@ -167,13 +167,15 @@ def _per_unit(
     condition = _where(shape.predicates)
     if condition is not None:
         partials = partials.where(condition)
+    # _ukey is a function of _uid: grouping by both keeps it without an aggregate
     if sets:
-        partials = partials.group_by(_grouping_sets(sets, "_uid"))
+        partials = partials.group_by(_grouping_sets(sets, "_uid", "_ukey"))
     else:
-        partials = partials.group_by(*[k.copy() for k in keys], _column("_uid"))
-    # which of a unit's cells survive the L0 bound: a keyed hash, fixed per (unit, cell)
+        partials = partials.group_by(*[k.copy() for k in keys], _column("_uid"), _column("_ukey"))
+    # which of a unit's cells survive the L0 bound: a keyed hash of the unit's own id and
+    # the cell, so the choice never depends on which other units exist
     hashed = exp.Anonymous(
-        this="hash", expressions=[exp.Literal.number(salt), _column("_uid"), *[k.copy() for k in keys]]
+        this="hash", expressions=[exp.Literal.number(salt), _column("_ukey"), *[k.copy() for k in keys]]
     )
     partition = [_column("_uid")] + ([_column(_GID)] if sets else [])
     rank = exp.Window(
@@ -198,7 +200,11 @@ def _bounded(statistics: Sequence[Statistic], rows_per_cell: int) -> list[tuple[
             expr = exp.Count(this=exp.Star())
         elif statistic.kind == "count":
             rows = _column("__rows" if statistic.column is None else f"__n_{statistic.column}")
-            expr = exp.Sum(this=exp.Least(this=rows, expressions=[m.copy()]))
+            # a count over no unit is 0, not NULL
+            expr = exp.Coalesce(
+                this=exp.Sum(this=exp.Least(this=rows, expressions=[m.copy()])),
+                expressions=[exp.Literal.number(0)],
+            )
         else:
             n = _column(f"__n_{statistic.column}")
             kept = exp.Least(this=n.copy(), expressions=[m.copy()])

@@ -19,7 +19,15 @@ def test_identifiers_never_loaded(students: Guard) -> None:
     info = students.backend.table_info("students")
     assert set(info.types) == {"sex", "major", "class", "income"}
     columns = students.backend.execute(exp.select("*").from_("students").limit(1)).columns
-    assert "name" not in columns and set(columns) == {"_rid", "_uid", "sex", "major", "class", "income"}
+    assert "name" not in columns and set(columns) == {
+        "_rid",
+        "_uid",
+        "_ukey",
+        "sex",
+        "major",
+        "class",
+        "income",
+    }
 
 
 def test_table_facts(students: Guard) -> None:
