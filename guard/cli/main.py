@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from guard.cli.audit_cmd import audit
 from guard.cli.render import FORMATS, render_error, render_explanation, render_result
 from guard.core import Guard
 from guard.errors import GuardError, codes_for
@@ -261,6 +262,8 @@ def demo(state: Path | None, policies: Path | None) -> None:
 
     run_demo(_stdout(), policies, state)
 
+
+main.add_command(audit)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

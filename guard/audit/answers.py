@@ -1,0 +1,96 @@
+"""Which cells of a logged answer were published: matching answer rows to grouping cells.
+
+The guard's own log keeps the rows it sent and a flag per value, so the offline audit
+counts as released only what was: a suppressed value, a row cut by LIMIT or a withheld
+cell is not. A row is matched to its cell by its group-key values and its grouping
+level; the level is read from GROUPING() outputs, or else from which keys are NULL, among the
+cells the replay found in the data (a NULL key is a rolled-up one unless the data has
+NULLs there). An answer that cannot be matched (a grouping key not in the output, a
+row fitting no cell or several) gives None: the caller then audits every cell as
+released, which can only over-report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from guard.audit.logsource import Answer
+from guard.query.shape import OutputKind, QueryShape
+
+__all__ = ["CellKey", "normalized", "published_cells"]
+
+#: a cell of an answer: its grouping level (keys not rolled up) and those keys' values
+CellKey = tuple[tuple[str, ...], tuple[Any, ...]]
+
+_WITHHELD = "suppressed"
+
+
+def normalized(value: Any) -> Any:
+    """A group-key value as it reads after a round trip through the JSON log."""
+    return json.loads(json.dumps(value, default=_text))
+
+
+def published_cells(
+    shape: QueryShape, answer: Answer, cells: Collection[CellKey]
+) -> Mapping[CellKey, frozenset[int]] | None:
+    """Per published cell: the indexes (into ``shape.aggregates``) of its released values.
+
+    ``cells`` are the cells of the query in the data (values ``normalized``). None when
+    the answer's rows cannot be matched to them.
+    """
+    width = len(shape.outputs)
+    key_at: dict[int, int] = {}
+    grouping_at: dict[int, int] = {}
+    for position, output in enumerate(shape.outputs):
+        if output.kind is OutputKind.KEY:
+            key_at.setdefault(output.index, position)
+        elif output.kind is OutputKind.GROUPING:
+            grouping_at.setdefault(output.index, position)
+    if len(key_at) < len(shape.group_by):
+        return None  # rows of different cells may look alike
+    levels = shape.levels
+    published: dict[CellKey, frozenset[int]] = {}
+    for row, flags in zip(answer.rows, answer.flags, strict=True):
+        if len(row) != width:
+            return None
+        values = [row[key_at[i]] for i in range(len(shape.group_by))]
+        rolled = [row[grouping_at[i]] if i in grouping_at else None for i in range(len(shape.group_by))]
+        candidates = [
+            (level, tuple(normalized(values[shape.group_by.index(k)]) for k in level))
+            for level in levels
+            if _fits(shape.group_by, level, values, rolled)
+        ]
+        candidates = [c for c in candidates if c in cells]
+        if len(candidates) != 1:
+            return None
+        cell = candidates[0]
+        released = frozenset(
+            output.index
+            for position, output in enumerate(shape.outputs)
+            if output.kind is OutputKind.AGGREGATE
+            and flags[position] != _WITHHELD
+            and row[position] is not None
+        )
+        published[cell] = published.get(cell, frozenset()) | released
+    return published
+
+
+def _fits(keys: tuple[str, ...], level: tuple[str, ...], values: list[Any], rolled: list[Any]) -> bool:
+    """Whether a row with these key values (and GROUPING() outputs, None when absent) can
+    belong to ``level``: its rolled-up keys are NULL and flagged, its others not flagged."""
+    for i, key in enumerate(keys):
+        if key in level:
+            if rolled[i] not in (None, 0):
+                return False
+        elif values[i] is not None or rolled[i] not in (None, 1):
+            return False
+    return True
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    return str(value)
