@@ -198,12 +198,12 @@ class Prepared:
         rows: list[list[Any]] = []
         flags: list[list[str]] = []
         used: dict[int, set[tuple[str, Fraction]]] = {}
+        # one threshold per level (the automatic one costs a search): not one per row
+        taus = {level: self._threshold(level) for level in self.thresholds}
         for r, keys in enumerate(self.cache_keys):
             level = self.levels[r]
-            if level in self.thresholds:
-                gate = drawn[keys[self.thresholds[level]]].value
-                if gate < self._threshold(level):
-                    continue
+            if level in taus and drawn[keys[self.thresholds[level]]].value < taus[level]:
+                continue
             values: list[Any] = []
             row_flags: list[str] = []
             for output in shape.outputs:
