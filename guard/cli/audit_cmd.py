@@ -9,10 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.console import Console
@@ -24,48 +22,16 @@ from guard.audit.chart import chart_svg
 from guard.audit.logsource import LogEntry, entries_from_store, read_log
 from guard.audit.offline import AuditResult, EntryOutcome, audit_log
 from guard.audit.report import group_text, to_html, to_json, to_markdown
-from guard.cli.render import render_error
+from guard.cli.options import guarded as _guarded
+from guard.cli.options import stderr as _stderr
+from guard.cli.options import stdout as _stdout
 from guard.core import Guard
-from guard.errors import GuardError, codes_for
+from guard.errors import GuardError
 
 __all__ = ["audit"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 #: exit code when the log's answers disclose something
 DISCLOSED = 3
-
-
-def _stdout() -> Console:
-    return Console(soft_wrap=False, width=max(Console().width, 100))
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, soft_wrap=True)
-
-
-def _guarded(command: F) -> F:
-    """Errors become a message and an exit code, never a traceback (as in ``main.py``)."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except GuardError as error:
-            render_error(error, "table", _stdout(), _stderr())
-            sys.exit(codes_for(error).exit_code)
-        except KeyboardInterrupt:
-            sys.exit(130)
-        except click.exceptions.Exit:
-            raise
-        except Exception as exc:  # a bug: say so without a traceback or any data value
-            _stderr().print(
-                f"internal error ({type(exc).__name__}); please report it with the command you ran",
-                markup=False,
-            )
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.command("audit")

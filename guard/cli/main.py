@@ -7,72 +7,24 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from guard.cli.audit_cmd import audit
-from guard.cli.render import FORMATS, render_error, render_explanation, render_result
+from guard.cli.options import POLICY as _POLICY
+from guard.cli.options import STATE as _STATE
+from guard.cli.options import guarded as _guarded
+from guard.cli.options import stderr as _stderr
+from guard.cli.options import stdout as _stdout
+from guard.cli.render import FORMATS, render_explanation, render_result
 from guard.core import Guard
-from guard.errors import GuardError, codes_for
 from guard.policy.load import load_policy
 from guard.policy.model import Policy, Role
 
 __all__ = ["main"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_POLICY = click.option(
-    "--policy",
-    "policy",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Policy file (policies/*.yaml).",
-)
-_STATE = click.option(
-    "--state",
-    "state",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Folder of the guard's own store (log, history, budgets); overrides the policy's.",
-)
-
-
-def _stdout() -> Console:
-    return Console(soft_wrap=False, width=max(Console().width, 100))
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, soft_wrap=True)
-
-
-def _guarded(command: F) -> F:
-    """Turn errors into a message and an exit code; never a traceback."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except GuardError as error:
-            render_error(error, kwargs.get("fmt", "table"), _stdout(), _stderr())
-            sys.exit(codes_for(error).exit_code)
-        except KeyboardInterrupt:
-            sys.exit(130)
-        except click.exceptions.Exit:
-            raise
-        except Exception as exc:  # a bug: say so without a traceback or any data value
-            _stderr().print(
-                f"internal error ({type(exc).__name__}); please report it with the command you ran",
-                markup=False,
-            )
-            sys.exit(2)
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
