@@ -42,6 +42,7 @@ __all__ = [
     "NoisyMean",
     "NoisyValue",
     "clamped_mean_seed",
+    "clamped_ratio",
     "group_threshold_delta",
     "mean_from",
     "noisy_avg",
@@ -162,8 +163,14 @@ def mean_from(noisy_sum: NoisyValue, noisy_count: NoisyValue, bounds: tuple[floa
     A released count of 0 is read as 1: the mean is then the (clamped) noisy sum, which
     is as uninformative as the noise says it should be.
     """
+    return clamped_ratio(noisy_sum.value, noisy_count.value, bounds)
+
+
+def clamped_ratio(total: float, count: float, bounds: tuple[float, float], centre: float = 0.0) -> float:
+    """clamp(centre + total / max(count, 1), L, U): a mean from a noisy (centred) sum and
+    a noisy count. Post-processing, spends no ε."""
     lower, upper = _checked_bounds(bounds)
-    return min(max(noisy_sum.value / max(noisy_count.value, 1), lower), upper)
+    return min(max(centre + total / max(count, 1), lower), upper)
 
 
 def noisy_avg(

@@ -47,6 +47,7 @@ from guard.noise.composition import format_epsilon, split_sequential
 from guard.noise.mechanisms import (
     ContributionBounds,
     clamped_mean_seed,
+    clamped_ratio,
     group_threshold_delta,
     noisy_count,
     noisy_sum,
@@ -453,8 +454,7 @@ def _value(
     column = recipe[0].column
     assert column is not None
     low, high = config.bounds[column]
-    centred, count = parts[0].value, parts[1].value
-    return min(max((low + high) / 2 + centred / max(count, 1.0), low), high)
+    return clamped_ratio(parts[0].value, parts[1].value, (low, high), centre=(low + high) / 2)
 
 
 def _number(value: Fraction | float) -> str:
