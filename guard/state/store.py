@@ -47,6 +47,10 @@ _LOG_COLUMNS = (
 )
 
 
+#: up to this many rows, an insert goes row by row instead of through a registered frame
+_ROW_BY_ROW = 16
+
+
 @dataclass(frozen=True)
 class LogRecord:
     """One request as it is logged. ``rows`` holds only released values."""
@@ -241,6 +245,12 @@ class StateStore:
             self._insert_frame("noise_received", frame)
 
     def _insert_frame(self, table: str, frame: pd.DataFrame) -> None:
+        if len(frame) <= _ROW_BY_ROW:
+            # registering a frame costs ~1 ms whatever its size: few rows go one by one
+            marks = ", ".join("?" * len(frame.columns))
+            rows = [list(row) for row in frame.itertuples(index=False, name=None)]
+            self._con.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
+            return
         self._con.register("_frame", frame)
         try:
             self._con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM _frame")
