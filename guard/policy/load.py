@@ -18,6 +18,7 @@ import yaml
 
 from guard.errors import PolicyError
 from guard.noise.composition import as_epsilon
+from guard.policy.credentials import ScramVerifier, parse_verifier
 from guard.policy.model import (
     Analyst,
     Column,
@@ -121,6 +122,15 @@ class _Reader:
             return as_epsilon(value)
         except ValueError:
             raise self.fail(f"expected a positive number (an ε), got {value!r}", key) from None
+
+    def verifier(self, value: Any, key: str) -> ScramVerifier:
+        """A SCRAM-SHA-256 verifier (never a plain password: the message does not echo it)."""
+        if not isinstance(value, str):
+            raise self.fail(f"expected a SCRAM-SHA-256 verifier string, got {_kind(value)}", key)
+        try:
+            return parse_verifier(value)
+        except ValueError as error:
+            raise self.fail(str(error), key) from None
 
     def noise_mode(self, value: Any, key: str) -> NoiseMode:
         if isinstance(value, bool):  # YAML reads a bare off / on / no as a boolean
@@ -497,7 +507,7 @@ def _analysts(r: _Reader, value: Any, tables: tuple[Table, ...]) -> tuple[Analys
     for analyst_name, spec in value.items():
         r.string(analyst_name, str(analyst_name))
         with r.at(str(analyst_name)):
-            m = r.mapping(spec, ("tables", "description", "noise", "budget"))
+            m = r.mapping(spec, ("tables", "description", "noise", "budget", "password"))
             allowed: tuple[str, ...] | None = None
             if "tables" in m:
                 if not isinstance(m["tables"], list) or not all(isinstance(t, str) for t in m["tables"]):
@@ -514,6 +524,7 @@ def _analysts(r: _Reader, value: Any, tables: tuple[Table, ...]) -> tuple[Analys
                     description,
                     noise=r.noise_mode(m["noise"], "noise") if "noise" in m else None,
                     budget=r.epsilon(m["budget"], "budget") if "budget" in m else None,
+                    password=r.verifier(m["password"], "password") if "password" in m else None,
                 )
             )
     return tuple(analysts)

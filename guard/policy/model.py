@@ -7,6 +7,7 @@ from enum import Enum
 from fractions import Fraction
 from pathlib import Path
 
+from guard.policy.credentials import ScramVerifier
 from guard.rules import Rule
 
 __all__ = [
@@ -183,6 +184,9 @@ class Analyst:
     noise: NoiseMode | None = None
     #: ε this analyst may spend; None: the policy's ``noise.budgets.per_analyst``
     budget: Fraction | None = None
+    #: SCRAM-SHA-256 verifier of the analyst's password (``credentials.py``); None: the
+    #: analyst cannot log in to the endpoints (the library and CLI do not authenticate)
+    password: ScramVerifier | None = None
 
     def may_query(self, table: str) -> bool:
         return self.tables is None or table.lower() in (t.lower() for t in self.tables)
