@@ -26,6 +26,7 @@ from guard.protect import protect_with_decision
 from guard.protection.decide import Decision, Linking, Pattern, with_sums
 from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
 from guard.query.analyze import analyze
+from guard.query.parameters import Parameter
 from guard.query.parse import parse
 from guard.query.rewrite import rewrite
 from guard.query.shape import Predicate, QueryShape
@@ -45,6 +46,8 @@ class _Progress:
     shape: QueryShape | None = None
     info: TableInfo | None = None
     dimensions: tuple[str, ...] | None = None
+    #: the SQL with its parameters bound (as literals, from the tree): what the log keeps
+    bound_sql: str | None = None
 
 
 class Guard:
@@ -101,8 +104,11 @@ class Guard:
         self.backend.close()
         self.store.close()
 
-    def query(self, sql: str, analyst: str) -> ProtectedResult:
+    def query(self, sql: str, analyst: str, parameters: Sequence[Parameter] | None = None) -> ProtectedResult:
         """Answer ``sql`` for ``analyst``, or raise why not.
+
+        ``parameters`` are bound to ``$1, $2, ...`` (or ``?``) as literals in the syntax
+        tree, never spliced into the text; the log keeps the SQL and the values.
 
         Every request, answered or not, is logged before this returns or raises.
 
@@ -116,12 +122,16 @@ class Guard:
         progress = _Progress()
 
         def record(result: ProtectedResult, decision: Decision | None, noise: NoiseWrite | None) -> None:
-            self._record_answer(analyst, sql, result, progress.shape, progress.info, started, decision, noise)
+            logged = progress.bound_sql or sql
+            self._record_answer(
+                analyst, logged, result, progress.shape, progress.info, started, decision, noise
+            )
 
         try:
-            result, _ = self._protected(sql, analyst, progress, record)
+            result, _ = self._protected(sql, analyst, progress, record, parameters=parameters)
         except GuardError as error:
-            self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
+            logged = progress.bound_sql or sql
+            self._record_refusal(analyst, logged, error, progress.shape, progress.info, started)
             raise
         return result  # 9 answer
 
@@ -168,10 +178,13 @@ class Guard:
         progress: _Progress,
         record: Callable[[ProtectedResult, Decision | None, NoiseWrite | None], None],
         explaining: bool = False,
+        parameters: Sequence[Parameter] | None = None,
     ) -> tuple[ProtectedResult, Decision | None]:
         """Stages 1-7, then ``record`` while the release lock is held."""
         who = self._analyst(analyst)
-        tree = parse(sql, self.policy.limits)  # 1 parse
+        tree = parse(sql, self.policy.limits, parameters)  # 1 parse
+        if parameters is not None:
+            progress.bound_sql = tree.sql(dialect="duckdb")
         visible = tuple(t for t in self.policy.tables if who.may_query(t.name))
         select, table = validate(tree, visible)  # 2 validate
         progress.info = info = self.backend.table_info(table.name)

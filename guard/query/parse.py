@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -10,6 +11,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from guard.errors import QueryRejected
 from guard.policy.model import Limits
+from guard.query.parameters import Parameter, bind_parameters
 
 __all__ = ["parse"]
 
@@ -20,12 +22,13 @@ DIALECT = "duckdb"
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
-def parse(sql: str, limits: Limits) -> exp.Expr:
-    """Parse exactly one SQL statement.
+def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = None) -> exp.Expr:
+    """Parse exactly one SQL statement, with ``parameters`` bound to its placeholders
+    (``parameters.py``).
 
     Raises:
-        QueryRejected: empty text, too long, unparsable, several statements, or a tree
-            larger than ``limits.max_syntax_nodes``.
+        QueryRejected: empty text, too long, unparsable, several statements, a tree
+            larger than ``limits.max_syntax_nodes``, or parameters that do not fit.
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryRejected("empty query: send one SELECT statement")
@@ -51,7 +54,7 @@ def parse(sql: str, limits: Limits) -> exp.Expr:
         raise QueryRejected(
             f"query has {size} syntax nodes; the limit is {limits.max_syntax_nodes}: simplify it"
         )
-    return tree
+    return bind_parameters(tree, parameters)
 
 
 def _first_line(exc: Exception) -> str:

@@ -244,7 +244,7 @@ def test_noise_on_tables_and_analysts_reads_yaml_booleans(
     text = text.replace(
         "    privacy_unit: patient_id\n", f"    privacy_unit: patient_id\n    noise: {written}\n"
     )
-    text = text.replace("  alice: {description: demo analyst}", f"  alice: {{noise: {written}}}")
+    text = text.replace("  alice:\n    description: demo analyst\n", f"  alice:\n    noise: {written}\n")
     text = text.replace("  mode: noise ", f"  mode: {written} ")
     policy = _load(tmp_path, text)
     table = policy.table("hospital")
