@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guard.audit.history import HistoryAudit
 from guard.backends.base import Backend, TableInfo
 from guard.backends.duckdb_backend import DuckDBBackend
 from guard.cells import Cell, CellGrid, cells_from_result
@@ -22,6 +23,7 @@ from guard.noise.sampling import RandomSource
 from guard.noise_stage import NoiseStage
 from guard.policy.load import load_policy
 from guard.policy.model import Analyst, LinkScope, NoiseMode, Policy, Role, Table
+from guard.policy.model import HistoryAudit as HistoryMode
 from guard.protect import protect_with_decision
 from guard.protection.decide import Decision, Linking, Pattern, with_sums
 from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
@@ -33,7 +35,7 @@ from guard.query.shape import Predicate, QueryShape
 from guard.query.validate import validate
 from guard.result import ProtectedResult
 from guard.rules import depth
-from guard.state.store import LogRecord, NoiseWrite, Release, StateStore
+from guard.state.store import HistoryWrite, LogRecord, NoiseWrite, Release, StateStore
 from guard.suppression import Key
 
 __all__ = ["Guard"]
@@ -71,6 +73,8 @@ class Guard:
         #: (data version, table, space, key, analyst) already in released_cells
         self._written: set[tuple[str, str, str, Key, str]] = set()
         self.noise = NoiseStage(policy, store, self._secret, rng) if policy.uses_noise else None
+        audit = policy.protection.history.audit is HistoryMode.EXACT
+        self.history = HistoryAudit(policy, backend, store.audit_sets) if audit else None
 
     @classmethod
     def open(
@@ -101,6 +105,8 @@ class Guard:
         self.close()
 
     def close(self) -> None:
+        if self.history is not None:
+            self.history.close()
         self.backend.close()
         self.store.close()
 
@@ -121,10 +127,15 @@ class Guard:
         started = time.perf_counter()
         progress = _Progress()
 
-        def record(result: ProtectedResult, decision: Decision | None, noise: NoiseWrite | None) -> None:
+        def record(
+            result: ProtectedResult,
+            decision: Decision | None,
+            noise: NoiseWrite | None,
+            history: HistoryWrite | None,
+        ) -> None:
             logged = progress.bound_sql or sql
             self._record_answer(
-                analyst, logged, result, progress.shape, progress.info, started, decision, noise
+                analyst, logged, result, progress.shape, progress.info, started, decision, noise, history
             )
 
         try:
@@ -149,7 +160,12 @@ class Guard:
         started = time.perf_counter()
         progress = _Progress()
 
-        def record(result: ProtectedResult, decision: Decision | None, noise: NoiseWrite | None) -> None:
+        def record(
+            result: ProtectedResult,
+            decision: Decision | None,
+            noise: NoiseWrite | None,
+            history: HistoryWrite | None,
+        ) -> None:
             self.store.append(
                 LogRecord(
                     analyst=analyst,
@@ -176,7 +192,7 @@ class Guard:
         sql: str,
         analyst: str,
         progress: _Progress,
-        record: Callable[[ProtectedResult, Decision | None, NoiseWrite | None], None],
+        record: Callable[[ProtectedResult, Decision | None, NoiseWrite | None, HistoryWrite | None], None],
         explaining: bool = False,
         parameters: Sequence[Parameter] | None = None,
     ) -> tuple[ProtectedResult, Decision | None]:
@@ -199,19 +215,27 @@ class Guard:
             prepared = self.noise.measure(shape, table, info, self.backend.execute)  # 5-6
             with self._release_lock:
                 result = self.noise.release(
-                    prepared, info, who, lambda r, write: record(r, None, write)
+                    prepared, info, who, lambda r, write: record(r, None, write, None)
                 )  # 7-8
             return result, None
         measured = with_sums(shape)  # an average is protected as the sum it implies
         plan = rewrite(measured, info, self._depth)  # 5 rewrite
         grid = cells_from_result(measured, plan, self.backend.execute(plan.query), info)  # 6 execute
+        audited = self.history is not None and not explaining
+        query_sets = self.history.query_sets(shape, table, info) if self.history and audited else []
         with self._release_lock:
             # protecting an answer and recording what it released is one step: two
             # answers protected at once could each be safe alone and not together
             linking = self._linking(who, table, shape, info)
             progress.dimensions = linking.dimensions
             result, decision = protect_with_decision(measured, grid, self.policy.protection, linking)  # 7
-            record(result, decision, None)  # 8 record
+            screened = None
+            if self.history is not None and audited:
+                # 7b history audit: withhold what would complete a disclosure with earlier answers
+                screened = self.history.screen(
+                    who.name, shape, table, info, result, query_sets, grid, decision.order
+                )
+            record(result, decision, None, screened.write if screened else None)  # 8 record
         return result, decision
 
     def _linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
@@ -315,6 +339,7 @@ class Guard:
         started: float,
         decision: Decision | None = None,
         noise: NoiseWrite | None = None,
+        history: HistoryWrite | None = None,
     ) -> None:
         releases: list[Release] = []
         if decision is not None and info is not None:
@@ -339,14 +364,15 @@ class Guard:
             ),
             releases,
             noise,
+            history,
         )
         if decision is not None and info is not None:
             for space, cells in decision.releases.items():
                 self._written.update((info.data_version, info.name, space, k, analyst) for k in cells)
             # the store committed: now the in-memory history may say so too
-            for history in self._history_scopes(info, analyst):
+            for released in self._history_scopes(info, analyst):
                 for space, cells in decision.releases.items():
-                    known = history.setdefault(space, {})
+                    known = released.setdefault(space, {})
                     for key, status in cells.items():
                         if known.get(key) != "published":
                             known[key] = status

@@ -8,6 +8,7 @@ the protected values only, and writes the notes (counts and rules, never a value
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from guard.cells import CellGrid, Flag
@@ -82,7 +83,7 @@ def protect_with_decision(
         flags=flags,
         notes=_notes(shape, grid, decision, protection),
     )
-    return result, decision
+    return result, dataclasses.replace(decision, order=tuple(order))
 
 
 def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:

@@ -77,3 +77,20 @@ CREATE TABLE IF NOT EXISTS noise_received (
     log_id        BIGINT NOT NULL,
     PRIMARY KEY (data_version, table_name, cache_key, analyst)
 );
+
+-- History audit: every query set a released cell added to an audit state (guard.audit.
+-- history), as a roaring bitmap of finest-cell ids, written in the transaction of the log
+-- row of its answer. An audit state is rebuilt from these rows, in order, after a restart.
+-- value is the released SUM (read only by the partial-disclosure LP; NULL otherwise).
+CREATE TABLE IF NOT EXISTS audit_sets (
+    data_version  VARCHAR NOT NULL,
+    table_name    VARCHAR NOT NULL,
+    space         VARCHAR NOT NULL,  -- count | sum(col)
+    scope         VARCHAR NOT NULL,  -- all | group:NAME
+    log_id        BIGINT NOT NULL,
+    position      INTEGER NOT NULL,  -- order within the answer
+    label         VARCHAR NOT NULL,  -- the cell's public dimension values
+    cells         BLOB NOT NULL,
+    value         DOUBLE,
+    PRIMARY KEY (log_id, position)
+);

@@ -11,6 +11,8 @@ import yaml
 from guard import AccessDenied, BackendError, Guard, QueryRefused, QueryRejected
 from guard.errors import codes_for
 
+POLICIES = Path(__file__).resolve().parent.parent / "policies"
+
 ROOT = Path(__file__).resolve().parent.parent
 INCOMES = {68000, 50000, 70000, 80000, 60000, 76000, 64000}
 
@@ -103,13 +105,17 @@ class TestQuerySetSize:
             "least k=3 respondents and at least 3 outside it)"
         ]
 
-    def test_group_above_n_minus_k_is_suppressed(self, students: Guard) -> None:
+    def test_group_above_n_minus_k_is_suppressed(self, students: Guard, tmp_path: Path) -> None:
         result = students.query("SELECT sex, COUNT(*) FROM students GROUP BY sex", analyst="alice")
         assert result.rows == [["Female", 3], ["Male", 6]]
-        result = students.query(
-            "SELECT sex, COUNT(*) FROM students WHERE class <> 1979 GROUP BY sex", analyst="alice"
-        )
-        assert result.rows == [["Female", 3], ["Male", 5]]
+        on_its_own = "SELECT sex, COUNT(*) FROM students WHERE class <> 1979 GROUP BY sex"
+        with Guard.open(POLICIES / "students.yaml", state=tmp_path / "fresh") as fresh:
+            assert fresh.query(on_its_own, analyst="alice").rows == [["Female", 3], ["Male", 5]]
+        # after the first answer, Male 5 would tell how many male students enrolled in 1979
+        # (one): the history audit withholds it
+        result = students.query(on_its_own, analyst="alice")
+        assert result.rows == [["Female", 3], ["Male", None]]
+        assert "history audit" in result.notes[-1]
 
     def test_counted_per_privacy_unit_not_row(self, tmp_path: Path) -> None:
         """Two rows of one person are one respondent: 4 rows of 2 people are refused."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from guard.audit.logsource import Answer
 from guard.query.shape import OutputKind, QueryShape
 
-__all__ = ["CellKey", "normalized", "published_cells"]
+__all__ = ["CellKey", "normalized", "published_cells", "row_cells"]
 
 #: a cell of an answer: its grouping level (keys not rolled up) and those keys' values
 CellKey = tuple[tuple[str, ...], tuple[Any, ...]]
@@ -41,6 +41,27 @@ def published_cells(
     ``cells`` are the cells of the query in the data (values ``normalized``). None when
     the answer's rows cannot be matched to them.
     """
+    matched = row_cells(shape, answer.rows, cells)
+    if matched is None:
+        return None
+    published: dict[CellKey, frozenset[int]] = {}
+    for cell, row, flags in zip(matched, answer.rows, answer.flags, strict=True):
+        released = frozenset(
+            output.index
+            for position, output in enumerate(shape.outputs)
+            if output.kind is OutputKind.AGGREGATE
+            and flags[position] != _WITHHELD
+            and row[position] is not None
+        )
+        published[cell] = published.get(cell, frozenset()) | released
+    return published
+
+
+def row_cells(
+    shape: QueryShape, rows: Sequence[Sequence[Any]], cells: Collection[CellKey]
+) -> list[CellKey] | None:
+    """The cell of each answer row, among ``cells`` (values ``normalized``); None when a
+    row cannot be matched to exactly one of them."""
     width = len(shape.outputs)
     key_at: dict[int, int] = {}
     grouping_at: dict[int, int] = {}
@@ -52,8 +73,8 @@ def published_cells(
     if len(key_at) < len(shape.group_by):
         return None  # rows of different cells may look alike
     levels = shape.levels
-    published: dict[CellKey, frozenset[int]] = {}
-    for row, flags in zip(answer.rows, answer.flags, strict=True):
+    matched: list[CellKey] = []
+    for row in rows:
         if len(row) != width:
             return None
         values = [row[key_at[i]] for i in range(len(shape.group_by))]
@@ -66,16 +87,8 @@ def published_cells(
         candidates = [c for c in candidates if c in cells]
         if len(candidates) != 1:
             return None
-        cell = candidates[0]
-        released = frozenset(
-            output.index
-            for position, output in enumerate(shape.outputs)
-            if output.kind is OutputKind.AGGREGATE
-            and flags[position] != _WITHHELD
-            and row[position] is not None
-        )
-        published[cell] = published.get(cell, frozenset()) | released
-    return published
+        matched.append(candidates[0])
+    return matched
 
 
 def _fits(keys: tuple[str, ...], level: tuple[str, ...], values: list[Any], rolled: list[Any]) -> bool:

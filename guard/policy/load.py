@@ -22,6 +22,8 @@ from guard.policy.credentials import ScramVerifier, parse_verifier
 from guard.policy.model import (
     Analyst,
     Column,
+    HistoryAudit,
+    HistorySettings,
     Limits,
     LinkScope,
     NoiseMode,
@@ -225,6 +227,7 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
     )
     if policy.uses_noise:
         _check_noise(r, policy)
+    _check_history_groups(r, policy)
     return policy
 
 
@@ -315,7 +318,7 @@ def _check_noise(r: _Reader, policy: Policy) -> None:
 
 
 def _protection(r: _Reader, value: Any) -> Protection:
-    m = r.mapping(value, ("min_query_set_size", "allow_full_population", "rules", "suppression"))
+    m = r.mapping(value, ("min_query_set_size", "allow_full_population", "rules", "suppression", "history"))
     default = Protection()
     k = r.integer(m.get("min_query_set_size", default.min_query_set_size), "min_query_set_size", 1)
     full = r.boolean(m.get("allow_full_population", default.allow_full_population), "allow_full_population")
@@ -323,7 +326,54 @@ def _protection(r: _Reader, value: Any) -> Protection:
         rules = _rules(r, m.get("rules"))
     with r.at("suppression"):
         suppression = _suppression(r, m.get("suppression"))
-    return Protection(min_query_set_size=k, allow_full_population=full, rules=rules, suppression=suppression)
+    with r.at("history"):
+        history = _history(r, m.get("history"))
+    return Protection(
+        min_query_set_size=k,
+        allow_full_population=full,
+        rules=rules,
+        suppression=suppression,
+        history=history,
+    )
+
+
+def _history(r: _Reader, value: Any) -> HistorySettings:
+    m = r.mapping(value, ("audit", "k", "max_overlap", "tolerance", "groups"))
+    audit = m.get("audit", HistoryAudit.EXACT.value)
+    if isinstance(audit, bool):  # YAML reads a bare off as false
+        audit = HistoryAudit.EXACT.value if audit else HistoryAudit.OFF.value
+    mode = HistoryAudit(r.choice(audit, "audit", tuple(a.value for a in HistoryAudit)))
+    k = r.integer(m["k"], "k", 1) if m.get("k") is not None else None
+    overlap = r.integer(m["max_overlap"], "max_overlap", 0) if m.get("max_overlap") is not None else None
+    tolerance = r.number(m["tolerance"], "tolerance", 0.0, 1.0) if m.get("tolerance") is not None else None
+    groups: list[tuple[str, tuple[str, ...]]] = []
+    raw = m.get("groups") or {}
+    if not isinstance(raw, dict):
+        raise r.fail("expected a mapping of group name to a list of analysts", "groups")
+    with r.at("groups"):
+        for group, members in raw.items():
+            r.name(group, str(group))
+            if not isinstance(members, list) or not members or not all(isinstance(a, str) for a in members):
+                raise r.fail("expected a non-empty list of analyst names", str(group))
+            groups.append((group, tuple(members)))
+    return HistorySettings(mode, k, overlap, tolerance, tuple(groups))
+
+
+def _check_history_groups(r: _Reader, policy: Policy) -> None:
+    names = [a.name for a in policy.analysts]
+    seen: dict[str, str] = {}
+    with r.at("protection"), r.at("history"), r.at("groups"):
+        for group, members in policy.protection.history.groups:
+            for member in members:
+                if member not in names:
+                    raise r.fail(f"unknown analyst {member!r}{_did_you_mean(member, names)}", group)
+                if member in seen:
+                    raise r.fail(
+                        f"analyst {member!r} is in groups {seen[member]!r} and {group!r}: "
+                        "an analyst feeds exactly one audit state",
+                        group,
+                    )
+                seen[member] = group
 
 
 _RULE_KEYS = ("threshold", "dominance", "p_percent", "pq")

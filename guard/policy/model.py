@@ -152,6 +152,41 @@ class SuppressionSettings:
     audit_limit: int = 2_500
 
 
+class HistoryAudit(Enum):
+    """Whether answers are audited against what was released before (``guard.audit``)."""
+
+    #: exact Audit Expert span audit of SUM / COUNT / AVG over every earlier release
+    EXACT = "exact"
+    #: no history control (each answer protected on its own, plus linked tables)
+    OFF = "off"
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    """Query-history control: see :mod:`guard.audit.history` and policies/README.md."""
+
+    audit: HistoryAudit = HistoryAudit.EXACT
+    #: groups of fewer than k privacy units must never become derivable; None: the
+    #: protection's ``min_query_set_size``
+    k: int | None = None
+    #: overlap control: a new query set may share at most this many privacy units with
+    #: any earlier released one (None: off)
+    max_overlap: int | None = None
+    #: partial disclosure: refuse when a group's feasible interval (LP over declared
+    #: bounds) would narrow below this fraction of its a-priori range (None: off)
+    tolerance: float | None = None
+    #: administratively isolated analyst groups, each with its own audit state; every
+    #: analyst in no group shares the one default state (collusion-safe)
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def scope_of(self, analyst: str) -> str:
+        """The audit state an analyst's answers feed and are checked against."""
+        for name, members in self.groups:
+            if analyst in members:
+                return f"group:{name}"
+        return "all"
+
+
 @dataclass(frozen=True)
 class Protection:
     #: k: every released cell must cover at least k privacy units, and leave at least k
@@ -163,6 +198,11 @@ class Protection:
     #: sensitivity rules applied to every released cell (empty: query-set-size only)
     rules: tuple[Rule, ...] = ()
     suppression: SuppressionSettings = field(default_factory=SuppressionSettings)
+    history: HistorySettings = field(default_factory=HistorySettings)
+
+    @property
+    def history_k(self) -> int:
+        return self.history.k if self.history.k is not None else self.min_query_set_size
 
 
 @dataclass(frozen=True)

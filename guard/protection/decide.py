@@ -137,6 +137,8 @@ class Decision:
     #: per space: the answer's keys and whether each was published or withheld
     releases: dict[str, dict[Key, str]]
     reports: list[SpaceReport]
+    #: the grid row behind each row of the answer (after ORDER BY / LIMIT / OFFSET)
+    order: tuple[int, ...] = ()
 
 
 def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking) -> Decision:

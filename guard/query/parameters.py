@@ -48,14 +48,20 @@ def bind_parameters(tree: exp.Expr, parameters: Sequence[Parameter] | None) -> e
         for p in numbered:
             text = str(p.this)
             if not text.isdigit() or int(text) < 1:
-                raise QueryRejected(f"placeholder ${text} is not allowed: number parameters $1, $2, ...")
+                raise QueryRejected(
+                    f"named placeholder :{text} is not allowed: number the parameters $1, $2, ... "
+                    "and send their values"
+                )
             positions.append(int(text))
         needed = max(positions)
     else:
         positions = list(range(1, len(placeholders) + 1))
         needed = len(placeholders)
     if parameters is None:
-        raise QueryRejected(f"the query has placeholders but no parameter values: send {needed}")
+        raise QueryRejected(
+            f"the query has placeholders but no parameter values: query parameters must be bound to "
+            f"values, send {needed}"
+        )
     if len(given) != needed:
         raise QueryRejected(
             f"the query uses {needed} parameter(s) but {len(given)} value(s) were sent: "

@@ -24,7 +24,7 @@ from guard.noise.budget import LedgerEntry
 from guard.noise.cache import Draw, fraction_from_text, fraction_text
 from guard.sqlfiles import read_sql, statements
 
-__all__ = ["GENESIS", "LogRecord", "NoiseWrite", "Release", "StateStore"]
+__all__ = ["GENESIS", "AuditedSet", "HistoryWrite", "LogRecord", "NoiseWrite", "Release", "StateStore"]
 
 GENESIS = "0" * 64
 _LOG_COLUMNS = (
@@ -80,6 +80,28 @@ class Release:
 
 
 @dataclass(frozen=True)
+class AuditedSet:
+    """One released query set as the state store keeps it."""
+
+    space: str
+    scope: str
+    label: str
+    #: the finest-cell ids, a serialized roaring bitmap
+    cells: bytes
+    #: the released value (read only by the partial-disclosure LP)
+    value: float | None
+
+
+@dataclass(frozen=True)
+class HistoryWrite:
+    """What an answer adds to the audit history, in the transaction of its log row."""
+
+    data_version: str
+    table: str
+    sets: tuple[AuditedSet, ...]
+
+
+@dataclass(frozen=True)
 class NoiseWrite:
     """What a noisy answer adds to the store, in the transaction of its log row."""
 
@@ -122,10 +144,14 @@ class StateStore:
         self._last_hash = last[0] if last else GENESIS
 
     def append(
-        self, record: LogRecord, releases: list[Release] | None = None, noise: NoiseWrite | None = None
+        self,
+        record: LogRecord,
+        releases: list[Release] | None = None,
+        noise: NoiseWrite | None = None,
+        history: HistoryWrite | None = None,
     ) -> int:
-        """Append one record (and the cells it released, or its noise charge and draws)
-        and commit it; returns its id.
+        """Append one record (and the cells it released, its audited query sets, or its
+        noise charge and draws) and commit it; returns its id.
 
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
@@ -177,6 +203,8 @@ class StateStore:
                     self._insert_releases(record, releases, int(row[0]))
                 if noise is not None:
                     self._insert_noise(record, noise, int(row[0]), ts_text)
+                if history is not None:
+                    self._insert_history(history, int(row[0]))
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
                 self._con.execute("ROLLBACK")
@@ -243,6 +271,26 @@ class StateStore:
                 }
             )
             self._insert_frame("noise_received", frame)
+
+    def _insert_history(self, history: HistoryWrite, log_id: int) -> None:
+        rows = [
+            [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
+            for i, s in enumerate(history.sets)
+        ]
+        # blobs go row by row: a frame would carry them as Python objects anyway
+        self._con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def audit_sets(
+        self, data_version: str, table: str, space: str, scope: str
+    ) -> list[tuple[bytes, float | None]]:
+        """The query sets released into one audit state, in release order."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT cells, value FROM audit_sets WHERE data_version = ? AND table_name = ? "
+                "AND space = ? AND scope = ? ORDER BY log_id, position",
+                [data_version, table, space, scope],
+            ).fetchall()
+        return [(bytes(cells), value) for cells, value in rows]
 
     def _insert_frame(self, table: str, frame: pd.DataFrame) -> None:
         if len(frame) <= _ROW_BY_ROW:

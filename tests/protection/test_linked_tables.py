@@ -83,6 +83,9 @@ def test_colluding_analysts_share_one_history_by_default(castro: Guard) -> None:
 def test_analyst_scope_protects_each_analyst_separately(open_variant: Callable[..., Guard]) -> None:
     def per_analyst(policy: dict[str, Any]) -> None:
         policy["protection"]["suppression"]["linked"] = "analyst"
+        # alice and bob isolated for the history audit too (by default it is collusion-safe
+        # and would withhold bob's table as well)
+        policy["protection"]["history"] = {"groups": {"a": ["alice"], "b": ["bob"]}}
 
     guard = open_variant("castro", per_analyst)
     guard.query(DETAIL, "alice")

@@ -506,7 +506,7 @@ SELECT COUNT(*) FROM students WHERE major = $1
 -- expect: query parameters must be bound to values
 SELECT COUNT(*) FROM students WHERE major = ?
 
--- expect: query parameters must be bound to values
+-- expect: named placeholder :year is not allowed
 SELECT COUNT(*) FROM students WHERE class = :year
 
 -- ## measures and aggregates

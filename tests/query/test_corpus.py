@@ -174,8 +174,11 @@ def test_rejected(case: Case, guards: Opener) -> None:
 
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=case_ids(ACCEPTED))
-def test_accepted(case: Case, guards: Opener) -> None:
-    result = guards(case.policy).query(case.text, analyst=case.analyst)
+def test_accepted(case: Case, tmp_path: Path) -> None:
+    # each case on a fresh state: asked after the others, some would (rightly) be
+    # withheld by the history audit as completing a disclosure with earlier answers
+    with Guard.open(POLICIES[case.policy], state=tmp_path) as guard:
+        result = guard.query(case.text, analyst=case.analyst)
     assert isinstance(result, ProtectedResult)
     assert len(result.flags) == len(result.rows)
     if case.rows is not None:
