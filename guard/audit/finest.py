@@ -41,6 +41,17 @@ _ROWS = "__rows"
 _UNITS = "__units"
 
 
+def _plain(value: object, engine_type: str) -> object:
+    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL; a DATE
+    column's timestamps as dates), so that its key matches the answer's."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.date() if engine_type.upper() == "DATE" else value.to_pydatetime()
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
 def _null_flag(measure: str) -> str:
     return f"__null_{measure}"
 
@@ -105,19 +116,27 @@ class FinestCells:
             if present is not None:
                 query = query.where(present)
             with self._lock:
-                rows = self._con.execute(query.sql(dialect="duckdb")).fetchall()
-            cells: dict[CellKey, list[int]] = {}
+                frame = self._con.execute(query.sql(dialect="duckdb")).df()
+            ids = frame[_ID].to_numpy(dtype=np.int64)
+            cells: dict[CellKey, Ids] = {}
             for level in shape.levels:
-                positions = [keys.index(k.lower()) for k in level]
-                for row in rows:
-                    key = (level, tuple(normalized(row[1 + p]) for p in positions))
-                    cells.setdefault(key, []).append(int(row[0]))
+                if not level:
+                    if ids.size:
+                        cells[(level, ())] = np.sort(ids)
+                    continue
+                columns = [k.lower() for k in level]
+                groups = frame.groupby(columns, dropna=False, sort=False).indices
+                for values, positions in groups.items():
+                    values = values if isinstance(values, tuple) else (values,)
+                    plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
+                    key = (level, tuple(normalized(v) for v in plain))
+                    cells[key] = np.sort(ids[positions])
             found.append(
                 SpaceCells(
                     space,
                     column,
                     aggregates,
-                    {key: np.sort(np.asarray(ids, dtype=np.int64)) for key, ids in cells.items()},
+                    cells,
                 )
             )
         return found

@@ -145,6 +145,12 @@ class HistoryAudit:
                 space_cells = by_aggregate[output.index]
                 ids = space_cells.cells.get(key)
                 if ids is None or ids.size == 0:
+                    # a published cell whose rows the audit cannot name is not released
+                    # unaudited: withhold it
+                    result.rows[r][position] = None
+                    result.flags[r][position] = _WITHHELD
+                    withheld += 1
+                    controls.add("unmatched")
                     continue
                 state = self._state(finest, info, space_cells.space, scope, table)
                 # the LP constrains sums: an average's value is not its query set's sum
@@ -277,6 +283,7 @@ _CONTROL_TEXT = {
     "span": "exact history audit: with answers already given, it would reveal the total of a group of "
     "fewer than k={k} respondents",
     "overlap": "overlap control: its rows overlap an earlier answer's by more than the policy allows",
+    "unmatched": "history audit: it cannot tell which rows the cell covers",
     "interval": "partial-disclosure audit: with answers already given, it would pin the total of a group "
     "of fewer than k={k} respondents to too narrow an interval",
 }
