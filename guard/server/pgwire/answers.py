@@ -1,0 +1,183 @@
+"""Who answers a query, off the event loop: the guard (data) or the catalog (metadata).
+
+:func:`route` sends a query that reads a system catalog, or no relation at all, to the
+analyst's catalog emulation; everything else to :meth:`Guard.query`. Both are
+blocking (DuckDB), so :class:`Answerer` runs them on a thread pool. A
+:class:`Ticket` follows each request so that a CancelRequest can stop it while it is
+still queued, or discard its answer once it is running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from guard.core import Guard
+from guard.errors import AccessDenied
+from guard.query.parameters import Parameter
+from guard.server.pgwire import sqlstate
+from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
+from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
+from guard.server.pgwire.describe import ResultColumn, guard_columns, value_columns
+from guard.server.pgwire.sqlstate import SqlError
+from guard.server.pgwire.translate import SessionFacts, to_duckdb
+from guard.server.pgwire.types import by_name
+
+__all__ = ["Answer", "Answerer", "CatalogPlan", "GuardPlan", "Plan", "Ticket", "route"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class GuardPlan:
+    sql: str
+
+
+@dataclass(frozen=True)
+class CatalogPlan:
+    #: the query, parsed in PostgreSQL's dialect
+    tree: exp.Expr
+
+
+Plan = GuardPlan | CatalogPlan
+
+
+def route(sql: str) -> Plan:
+    """Who answers the query ``sql``. Text that does not parse as PostgreSQL goes to the
+    guard, which explains what is wrong with it in its own words."""
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="postgres") if t is not None]
+    except (ParseError, TokenError, ValueError):
+        return GuardPlan(sql)
+    if len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0]):
+        return CatalogPlan(trees[0])
+    return GuardPlan(sql)
+
+
+@dataclass
+class Answer:
+    """Rows with their columns, the command tag and the protection notes."""
+
+    columns: tuple[ResultColumn, ...]
+    rows: Sequence[Sequence[Any]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tag(self) -> str:
+        return f"SELECT {len(self.rows)}"
+
+
+class Ticket:
+    """One request's cancellation state, shared by the event loop and a worker thread."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._work: Future[Any] | None = None
+
+    def cancel(self) -> None:
+        """Stop the work: still queued, it never starts; running, its result is dropped
+        (DuckDB work is not interrupted halfway: the guard's log stays complete)."""
+        self.cancelled = True
+        if self._work is not None:
+            self._work.cancel()  # no effect once it runs
+
+    def track(self, work: Future[Any] | None) -> None:
+        """The pool's future of the work in progress (None when it is done)."""
+        self._work = work
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise SqlError(sqlstate.QUERY_CANCELED, "canceling statement due to user request")
+
+
+class Answerer:
+    """The guard, the catalogs, and the thread pool both run on."""
+
+    def __init__(self, guard: Guard, workers: int) -> None:
+        self.guard = guard
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgwire")
+        self.catalogs = Catalogs(self._tables_of)
+
+    def _tables_of(self, analyst: str) -> Sequence[VisibleTable]:
+        who = self.guard.policy.analyst(analyst)
+        if who is None:
+            raise AccessDenied(f"unknown analyst {analyst!r}")
+        return visible_tables(self.guard.policy, who, lambda t: self.guard.backend.table_info(t).types)
+
+    async def call(self, ticket: Ticket, function: Callable[[], T]) -> T:
+        """``function()`` on the pool. A ticket cancelled before it starts never runs;
+        one cancelled while it runs has its result discarded.
+
+        Raises:
+            SqlError: 57014 when cancelled; whatever ``function`` raises otherwise.
+        """
+
+        def guarded() -> T:
+            ticket.check()
+            return function()
+
+        work = self._pool.submit(guarded)
+        ticket.track(work)
+        try:
+            result = await asyncio.wrap_future(work)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if work.cancelled() and ticket.cancelled and task is not None and not task.cancelling():
+                ticket.check()  # our CancelRequest, not the server shutting down
+            raise
+        finally:
+            ticket.track(None)
+        ticket.check()
+        return result
+
+    # --- the work itself (runs on the pool) -------------------------------------------
+
+    def guard_answer(self, analyst: str, sql: str, parameters: Sequence[Parameter] | None) -> Answer:
+        result = self.guard.query(sql, analyst, parameters)
+        try:
+            columns = guard_columns(self.guard, analyst, sql, parameters)
+        except Exception:  # the answer exists: never lose it to a description
+            log.exception("could not derive column types from the query shape; reading them off the values")
+            columns = ()
+        if len(columns) != len(result.columns):
+            columns = value_columns(result.columns, result.rows)
+        named = tuple(ResultColumn(name, c.type) for name, c in zip(result.columns, columns, strict=True))
+        return Answer(named, result.rows, list(result.notes))
+
+    def catalog_answer(
+        self, analyst: str, facts: SessionFacts, plan: CatalogPlan, parameters: Sequence[Any]
+    ) -> Answer:
+        database = self.catalogs.of(analyst)
+        names = output_names(plan.tree)
+        if names is not None and certainly_empty(plan.tree, database.names):
+            return Answer(tuple(ResultColumn(n, by_name("text")) for n in names), [])
+        answer = database.run(to_duckdb(plan.tree, database.names, facts), parameters)
+        columns = tuple(ResultColumn(n, t) for n, t in zip(answer.columns, answer.types, strict=True))
+        return Answer(columns, answer.rows)
+
+    def catalog_columns(
+        self, analyst: str, facts: SessionFacts, plan: CatalogPlan, parameter_count: int
+    ) -> tuple[ResultColumn, ...]:
+        """The columns of a catalog query before its parameters are known: run with
+        NULLs (the catalog holds no data, so running is harmless); when that fails,
+        the names from the text, typed text."""
+        try:
+            return self.catalog_answer(analyst, facts, plan, [None] * parameter_count).columns
+        except SqlError:
+            names = output_names(plan.tree)
+            if names is None:
+                raise
+            return tuple(ResultColumn(n, by_name("text")) for n in names)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.catalogs.close()

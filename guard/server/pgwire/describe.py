@@ -1,0 +1,187 @@
+"""Column and parameter types of a guard query, read from its shape: nothing runs.
+
+A RowDescription is due before any row, and for a statement-level Describe before the
+query may run at all. The guard's own stages 1-3 (parse, validate, analyze) give the
+shape without touching the data; the output types follow from it, the engine's column
+types and the table's protection mode:
+
+- a GROUP BY key has its column's type; GROUPING(key) is int8;
+- COUNT is int8;
+- SUM is what the engine's SUM gives (HUGEINT/DECIMAL: numeric, DOUBLE: float8), and
+  float8 under noise (a noisy sum is a real number);
+- AVG is float8 (the engine averages as DOUBLE, and so does the noise mechanism).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from guard.core import Guard
+from guard.errors import AccessDenied
+from guard.policy.model import NoiseMode
+from guard.query.analyze import analyze
+from guard.query.parameters import Parameter
+from guard.query.parse import DIALECT, parse
+from guard.query.shape import AggFunc, OutputKind, QueryShape
+from guard.query.validate import validate
+from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
+
+__all__ = ["ResultColumn", "dummy_parameters", "guard_columns", "infer_parameter_types", "value_columns"]
+
+
+@dataclass(frozen=True)
+class ResultColumn:
+    name: str
+    type: PgType
+
+
+def guard_columns(
+    guard: Guard, analyst: str, sql: str, parameters: Sequence[Parameter] | None
+) -> tuple[ResultColumn, ...]:
+    """The columns :meth:`Guard.query` answers ``sql`` with, from stages 1-3 only.
+
+    Raises:
+        GuardError: what the guard's parse, validate or analyze stage raises.
+    """
+    policy = guard.policy
+    who = policy.analyst(analyst)
+    if who is None:
+        raise AccessDenied(f"unknown analyst {analyst!r}")
+    tree = parse(sql, policy.limits, parameters)
+    visible = tuple(t for t in policy.tables if who.may_query(t.name))
+    select, table = validate(tree, visible)
+    types = guard.backend.table_info(table.name).types
+    shape = analyze(select, table, types, policy.limits)
+    noised = policy.noise_mode(table, who) is NoiseMode.NOISE
+    return tuple(
+        ResultColumn(o.name, _output_type(shape, o.kind, o.index, types, noised)) for o in shape.outputs
+    )
+
+
+def _output_type(
+    shape: QueryShape, kind: OutputKind, index: int, types: Mapping[str, str], noised: bool
+) -> PgType:
+    if kind is OutputKind.KEY:
+        return pg_type_of_engine(types.get(shape.group_by[index].lower(), "VARCHAR"))
+    if kind is OutputKind.GROUPING:
+        return by_name("int8")
+    aggregate = shape.aggregates[index]
+    if aggregate.func is AggFunc.COUNT:
+        return by_name("int8")
+    if aggregate.func is AggFunc.AVG or noised:
+        return by_name("float8")
+    measure = pg_type_of_engine(types.get((aggregate.column or "").lower(), "DOUBLE"))
+    return by_name("float8") if measure.name in ("float4", "float8") else by_name("numeric")
+
+
+def value_columns(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[ResultColumn, ...]:
+    """Column types read off the values, for an answer whose shape is not at hand."""
+    columns = []
+    for i, name in enumerate(names):
+        values = [row[i] for row in rows if row[i] is not None]
+        columns.append(ResultColumn(name, _type_of_values(values)))
+    return tuple(columns)
+
+
+def _type_of_values(values: Sequence[Any]) -> PgType:
+    if not values:
+        return by_name("text")
+    if all(isinstance(v, bool) for v in values):
+        return by_name("bool")
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return by_name("int8") if all(-(2**63) <= v < 2**63 for v in values) else by_name("numeric")
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return by_name("float8")
+    if all(isinstance(v, int | float | decimal.Decimal) for v in values):
+        return by_name("numeric")
+    if all(isinstance(v, dt.datetime) for v in values):
+        return by_name("timestamp")
+    if all(isinstance(v, dt.date) for v in values):
+        return by_name("date")
+    return by_name("text")
+
+
+# --- parameters --------------------------------------------------------------------
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+_TRANSPARENT = (exp.Cast, exp.Paren, exp.Neg, exp.Tuple)
+
+
+def infer_parameter_types(guard: Guard, sql: str) -> dict[int, PgType]:
+    """Parameter position (1-based) -> the type its placeholder stands for: the type of
+    the column it is compared with, int8 in LIMIT/OFFSET. Positions the text does not
+    tell are left out (their values are taken as text)."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except (ParseError, TokenError, ValueError):
+        return {}
+    if tree is None:
+        return {}
+    types = _table_types(guard, tree)
+    inferred: dict[int, PgType] = {}
+    bare = 0
+    for placeholder in tree.find_all(exp.Placeholder):
+        if placeholder.this is None:
+            bare += 1
+            position = bare
+        elif str(placeholder.this).isdigit():
+            position = int(str(placeholder.this))
+        else:
+            continue
+        found = _context_type(placeholder, types)
+        if found is not None:
+            inferred[position] = found
+    return inferred
+
+
+def _table_types(guard: Guard, tree: exp.Expr) -> Mapping[str, str]:
+    for table in tree.find_all(exp.Table):
+        declared = guard.policy.table(table.name)
+        if declared is not None:
+            return guard.backend.table_info(declared.name).types
+    return {}
+
+
+def _context_type(node: exp.Expr, types: Mapping[str, str]) -> PgType | None:
+    child, parent = node, node.parent
+    while isinstance(parent, _TRANSPARENT):
+        child, parent = parent, parent.parent
+    column: exp.Expr | None = None
+    if isinstance(parent, _COMPARISONS):
+        column = parent.expression if child is parent.this else parent.this
+    elif isinstance(parent, exp.In | exp.Between) and child is not parent.this:
+        column = parent.this
+    elif isinstance(parent, exp.Limit | exp.Offset | exp.Fetch):
+        return by_name("int8")
+    if isinstance(column, exp.Column) and column.name.lower() in types:
+        return pg_type_of_engine(types[column.name.lower()])
+    return None
+
+
+_DUMMIES: dict[str, Parameter] = {
+    "bool": True,
+    "int2": 1,
+    "int4": 1,
+    "int8": 1,
+    "oid": 1,
+    "float4": 1.0,
+    "float8": 1.0,
+    "numeric": decimal.Decimal(1),
+    "date": dt.date(2000, 1, 1),
+    "timestamp": dt.datetime(2000, 1, 1),
+    "timestamptz": dt.datetime(2000, 1, 1),
+}
+
+
+def dummy_parameters(types: Sequence[PgType]) -> list[Parameter]:
+    """A value of each parameter's type: enough to read a query's shape before its
+    values are bound (the shape does not depend on them, only their types do)."""
+    return [_DUMMIES.get(t.name, "x") for t in types]

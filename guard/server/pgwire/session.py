@@ -1,0 +1,219 @@
+"""One client connection: start-up, then the message loop of protocol v3.
+
+Each connection is bound to the analyst who authenticated; nothing it sends changes
+that. Errors become ErrorResponses with their SQLSTATE: the guard's from
+:func:`guard.errors.codes_for`, the endpoint's own from ``sqlstate.py``, and anything
+unexpected a generic XX000 (the details go to the server log, never to the client).
+After an error in the extended protocol, messages are discarded until Sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guard.errors import GuardError, codes_for
+from guard.server.pgwire import messages, sqlstate
+from guard.server.pgwire.answers import Answerer, Ticket
+from guard.server.pgwire.execution import IDLE, StatementRunner
+from guard.server.pgwire.extended import ExtendedProtocol
+from guard.server.pgwire.messages import (
+    Bind,
+    Close,
+    Describe,
+    Execute,
+    Flush,
+    FrontendMessage,
+    Parse,
+    Query,
+    Sync,
+    Terminate,
+    decode_frontend,
+    read_message,
+)
+from guard.server.pgwire.results import column_formats, data_rows, row_description
+from guard.server.pgwire.sqlstate import SqlError
+from guard.server.pgwire.startup import StartupContext, start
+from guard.server.pgwire.statements import split
+
+__all__ = ["AUTHENTICATION_TIMEOUT", "Session", "SessionServices"]
+
+log = logging.getLogger(__name__)
+
+#: seconds a client has to finish start-up and authentication (PostgreSQL's default)
+AUTHENTICATION_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class SessionServices:
+    """What a session needs from its server."""
+
+    answerer: Answerer
+    startup: StartupContext
+    #: registers a session for CancelRequests: returns its (process id, secret key)
+    register: Callable[[Session], tuple[int, int]]
+    unregister: Callable[[int], None]
+
+
+class Session:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, services: SessionServices
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.services = services
+        self.process_id = 0
+        self._ticket: Ticket | None = None
+        self._skipping = False
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    def cancel(self) -> None:
+        """Cancel the request in progress, if any (a CancelRequest on another connection)."""
+        if self._ticket is not None:
+            self._ticket.cancel()
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.timeout(AUTHENTICATION_TIMEOUT):
+                login = await start(self.reader, self.writer, self.services.startup, self.peer)
+            if login is None:
+                return
+            self.process_id, secret = self.services.register(self)
+            runner = StatementRunner(self.services.answerer, login.analyst, login.settings, self.process_id)
+            extended = ExtendedProtocol(runner, self.writer.write, self._current_ticket)
+            runner.on_deallocate = extended.deallocate
+            for name, value in login.settings.reported():
+                self.writer.write(messages.parameter_status(name, value))
+            self.writer.write(messages.backend_key_data(self.process_id, secret))
+            self.writer.write(messages.ready_for_query(IDLE))
+            await self.writer.drain()
+            log.info("analyst %s connected from %s (tls: %s)", login.analyst, self.peer, login.encrypted)
+            await self._serve(runner, extended)
+        except SqlError as error:
+            await self._fatal(error.sqlstate, error.message)
+        except asyncio.CancelledError:
+            await self._fatal(sqlstate.ADMIN_SHUTDOWN, "terminating connection due to administrator command")
+            raise
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError, OSError) as error:
+            log.debug("connection from %s ended: %r", self.peer, error)
+        finally:
+            if self.process_id:
+                self.services.unregister(self.process_id)
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+    async def _fatal(self, code: str, message: str) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.write(messages.error_response(code, message, fatal=True))
+            # a client that does not read must not hold up the server
+            await asyncio.wait_for(self.writer.drain(), timeout=1.0)
+
+    def _current_ticket(self) -> Ticket:
+        if self._ticket is None:
+            self._ticket = Ticket()
+        return self._ticket
+
+    async def _serve(self, runner: StatementRunner, extended: ExtendedProtocol) -> None:
+        while True:
+            kind, body = await read_message(self.reader)
+            try:
+                message = decode_frontend(kind, body)
+            except SqlError as error:
+                if error.sqlstate == sqlstate.PROTOCOL_VIOLATION:
+                    raise SqlError(error.sqlstate, error.message, fatal=True) from None
+                self._send_error(error, runner)  # COPY, function calls: refused, connection kept
+                if kind != b"Q":
+                    self._skipping = True
+                continue
+            if isinstance(message, Terminate):
+                return
+            if self._skipping and not isinstance(message, Sync):
+                continue
+            await self._dispatch(message, runner, extended)
+
+    async def _dispatch(
+        self, message: FrontendMessage, runner: StatementRunner, extended: ExtendedProtocol
+    ) -> None:
+        if isinstance(message, Query):
+            extended.forget_unnamed()
+            await self._simple_query(message.sql, runner)
+            if runner.status == IDLE:
+                extended.end_of_transaction()
+            await self._ready(runner)
+        elif isinstance(message, Sync):
+            self._skipping = False
+            if runner.status == IDLE:
+                extended.end_of_transaction()
+            await self._ready(runner)
+        elif isinstance(message, Flush):
+            await self.writer.drain()
+        else:
+            try:
+                await self._extended_step(message, extended)
+            except Exception as error:
+                self._send_error(error, runner)
+                self._skipping = True
+
+    async def _extended_step(self, message: FrontendMessage, extended: ExtendedProtocol) -> None:
+        if isinstance(message, Parse):
+            await extended.parse(message)
+        elif isinstance(message, Bind):
+            extended.bind(message)
+        elif isinstance(message, Describe):
+            await extended.describe(message)
+        elif isinstance(message, Execute):
+            await extended.execute(message)
+        elif isinstance(message, Close):
+            extended.close(message)
+
+    async def _ready(self, runner: StatementRunner) -> None:
+        self._ticket = None  # a cancel from now on finds nothing running
+        self.writer.write(messages.ready_for_query(runner.status))
+        await self.writer.drain()
+
+    async def _simple_query(self, text: str, runner: StatementRunner) -> None:
+        pieces = split(text)
+        if not pieces:
+            self.writer.write(messages.EMPTY_QUERY_RESPONSE)
+            return
+        ticket = self._current_ticket()
+        for piece in pieces:
+            try:
+                prepared = await runner.prepare(piece, ticket)
+                outcome = await runner.run(prepared, None, ticket)
+                for notice in outcome.messages:
+                    self.writer.write(notice)
+                if outcome.empty:
+                    self.writer.write(messages.EMPTY_QUERY_RESPONSE)
+                    continue
+                if outcome.columns is not None:
+                    formats = column_formats((), len(outcome.columns))
+                    self.writer.write(row_description(outcome.columns, formats))
+                    for row in data_rows(outcome.columns, outcome.rows, formats):
+                        self.writer.write(row)
+                self.writer.write(messages.command_complete(outcome.tag))
+            except Exception as error:
+                self._send_error(error, runner)
+                return
+
+    def _send_error(self, error: Exception, runner: StatementRunner) -> None:
+        runner.failed()
+        if isinstance(error, SqlError):
+            self.writer.write(messages.error_response(error.sqlstate, error.message, hint=error.hint))
+        elif isinstance(error, GuardError):
+            self.writer.write(messages.error_response(codes_for(error).sqlstate, error.message))
+        else:
+            log.error(
+                "unexpected error answering %s (session %d)", self.peer, self.process_id, exc_info=error
+            )
+            self.writer.write(
+                messages.error_response(
+                    sqlstate.INTERNAL_ERROR,
+                    "internal error in the guard's PostgreSQL endpoint (see the server log)",
+                )
+            )
