@@ -20,6 +20,7 @@ from guard.cli.options import guarded as _guarded
 from guard.cli.options import stderr as _stderr
 from guard.cli.options import stdout as _stdout
 from guard.cli.render import FORMATS, render_explanation, render_result
+from guard.cli.serve_cmd import password, serve
 from guard.core import Guard
 from guard.policy.load import load_policy
 from guard.policy.model import Policy, Role
@@ -216,6 +217,8 @@ def demo(state: Path | None, policies: Path | None) -> None:
 
 
 main.add_command(audit)
+main.add_command(serve)
+main.add_command(password)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

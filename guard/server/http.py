@@ -1,0 +1,254 @@
+"""The HTTP API: ``POST /query``, ``GET /budget``, ``GET /log``, ``GET /health``.
+
+Thin, like the CLI: it authenticates the analyst by bearer token (their password), calls
+the library in a worker thread (``Guard.query`` blocks on DuckDB; FastAPI runs ``def``
+endpoints and dependencies in its thread pool, never on the event loop) and turns
+answers and :class:`~guard.errors.GuardError` into responses. Every error body is
+``{"status", "error", "reason"}``; :func:`error_response` is the one place a GuardError
+becomes an HTTP status (from :func:`guard.errors.codes_for`).
+"""
+
+# No ``from __future__ import annotations`` here: FastAPI reads the endpoints' annotations
+# at runtime, and they name objects local to create_app (the bearer scheme, the caller).
+import datetime as dt
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from guard import __version__
+from guard.core import Guard
+from guard.errors import AccessDenied, GuardError, PolicyError, codes_for
+from guard.policy.model import Analyst
+from guard.server.arrow import ARROW_STREAM, arrow_available, arrow_stream
+from guard.server.auth import Authenticator
+from guard.server.schema import Answer, BudgetReport, ErrorBody, Health, LogEntry, QueryRequest
+
+__all__ = ["create_app", "error_response"]
+
+log = logging.getLogger(__name__)
+
+#: answers are for the analyst who asked: no proxy or browser may keep a copy
+_PRIVATE = {"Cache-Control": "no-store"}
+#: every error status the API answers with, for the OpenAPI schema
+_ERRORS = {
+    400: "QueryRejected: the query's shape is not allowed (the reason says what to change)",
+    401: "AccessDenied: missing or wrong bearer token",
+    403: "QueryRefused: answering would disclose (the reason names the control)",
+    404: "the policy has no noise mode, so there is no budget",
+    406: "Arrow was asked for but pyarrow is not installed on the server",
+    422: "InvalidRequest: the request is not what this endpoint takes",
+    429: "BudgetExhausted: the privacy budget left is smaller than the query's cost",
+    500: "an internal or policy error (no data in the message)",
+    502: "BackendError: the data engine or the state store failed",
+}
+_UNAUTHENTICATED = (
+    "missing or invalid bearer token: send the header 'Authorization: Bearer <your password>' "
+    "(a steward sets it in the policy with guard password)"
+)
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": ErrorBody, "description": _ERRORS[s]} for s in statuses}
+
+
+def error_response(error: GuardError, status: int | None = None) -> JSONResponse:
+    """``error`` as a JSON response, its status from :func:`codes_for` unless the endpoint
+    knows better (``status``). A 401 says how to authenticate (``WWW-Authenticate``)."""
+    code = status or codes_for(error).http_status
+    headers = {"WWW-Authenticate": "Bearer"} if code == HTTPStatus.UNAUTHORIZED else None
+    return JSONResponse(error.to_dict(), status_code=code, headers=headers)
+
+
+def create_app(guard: Guard, authenticator: Authenticator | None = None) -> FastAPI:
+    """The API over ``guard`` (which the caller opens and closes). Analysts authenticate
+    with the password the policy keeps a verifier of (``analysts.NAME.password``)."""
+    auth = authenticator or Authenticator(guard.policy)
+    app = FastAPI(
+        title=f"statguard: {guard.policy.name}",
+        version=__version__,
+        description="Aggregate SQL in, protected aggregates out. Authenticate with "
+        "`Authorization: Bearer <password>`.",
+    )
+    app.router.route_class = _Route
+    bearer = HTTPBearer(auto_error=False, description="the analyst's password")
+
+    def analyst(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Analyst:
+        who = auth.analyst_for_token(credentials.credentials) if credentials else None
+        if who is None:
+            raise AccessDenied(_UNAUTHENTICATED)
+        return who
+
+    Caller = Annotated[Analyst, Depends(analyst)]
+
+    @app.post(
+        "/query",
+        response_class=Response,
+        responses={
+            200: {"model": Answer, "content": {ARROW_STREAM: {}}, "description": "the protected answer"},
+            **_errors(400, 401, 403, 406, 422, 429, 500, 502),
+        },
+    )
+    def query(body: QueryRequest, who: Caller, request: Request) -> Response:
+        """Answer one aggregate query, or say why not. The body is exactly
+        ``ProtectedResult.to_json()``; with ``Accept: application/vnd.apache.arrow.stream``
+        the rows come as an Arrow IPC stream, flags and notes in the schema metadata."""
+        arrow = _accepts_arrow(request.headers.get("accept"))
+        if arrow and not arrow_available():
+            # said before the query runs: an answer computed and logged but not sent
+            # would still be charged to the analyst's budget
+            return _plain_error(
+                HTTPStatus.NOT_ACCEPTABLE,
+                "the server cannot send Arrow (pyarrow is not installed there): ask for application/json",
+            )
+        result = guard.query(body.sql, who.name, body.parameters)
+        if arrow:
+            return Response(arrow_stream(result), media_type=ARROW_STREAM, headers=_PRIVATE)
+        return Response(result.to_json(), media_type="application/json", headers=_PRIVATE)
+
+    @app.get(
+        "/budget", response_class=JSONResponse, responses={200: {"model": BudgetReport}, **_errors(401, 404)}
+    )
+    def budget(who: Caller) -> JSONResponse:
+        """The caller's privacy budget (noise mode): their own account, the shared ones
+        (groups, global) and their own charges; never another analyst's."""
+        try:
+            report = guard.budget(who.name)
+        except PolicyError as error:
+            # the policy has no noise mode, so no budget: nothing to show, not a fault
+            return error_response(error, HTTPStatus.NOT_FOUND)
+        return JSONResponse(report, headers=_PRIVATE)
+
+    @app.get(
+        "/log", response_class=JSONResponse, responses={200: {"model": list[LogEntry]}, **_errors(401, 422)}
+    )
+    def log(who: Caller, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+        """The caller's own last ``limit`` requests, oldest first, as the guard logged them."""
+        entries = [_log_entry(record) for record in guard.log(analyst=who.name, limit=limit)]
+        return JSONResponse(entries, headers=_PRIVATE)
+
+    @app.get("/health", response_model=Health)
+    async def health() -> Health:
+        """Liveness, without authentication: names the policy, nothing else."""
+        return Health(status="ok", policy=guard.policy.name)
+
+    _install_error_handlers(app)
+    return app
+
+
+class _Route(APIRoute):
+    """A route that answers a bug with a 500 in the error shape and keeps the connection.
+
+    Left to Starlette, an unexpected exception is answered by its outermost middleware and
+    then re-raised, and uvicorn drops the connection: the client's next request on it
+    fails. Errors with a handler of their own pass through.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (GuardError, StarletteHTTPException, RequestValidationError):
+                raise
+            except Exception as error:
+                log.error("internal error on %s %s", request.method, request.url.path, exc_info=error)
+                return _internal_error(error)
+
+        return answer
+
+
+def _internal_error(error: Exception) -> JSONResponse:
+    # its text could hold anything (a value, a path), so only its class is named; the
+    # server's log keeps the traceback
+    return _plain_error(
+        HTTPStatus.INTERNAL_SERVER_ERROR,
+        f"internal error ({type(error).__name__}); please report it with the request you sent",
+    )
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(GuardError)
+    async def guard_error(_: Request, error: GuardError) -> JSONResponse:
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+        return JSONResponse(
+            {"status": "rejected", "error": "InvalidRequest", "reason": _validation_message(error)},
+            status_code=HTTPStatus.UNPROCESSABLE_ENTITY,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        reason = f"{request.method} {request.url.path}: {error.detail}"
+        if error.status_code in (HTTPStatus.NOT_FOUND, HTTPStatus.METHOD_NOT_ALLOWED):
+            reason += "; the API is POST /query, GET /budget, GET /log, GET /health (schema: /openapi.json)"
+        return _plain_error(HTTPStatus(error.status_code), reason, error.headers)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, error: Exception) -> JSONResponse:
+        return _internal_error(error)  # outside any route (a middleware's bug)
+
+
+def _plain_error(status: HTTPStatus, reason: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """An error that is no GuardError (HTTP-level), in the same body shape."""
+    kind = "".join(word.capitalize() for word in status.phrase.split())
+    return JSONResponse({"status": "error", "error": kind, "reason": reason}, status.value, headers)
+
+
+def _validation_message(error: RequestValidationError) -> str:
+    """What is wrong with the request, per field, without echoing the values sent."""
+    problems = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+        if item.get("type") == "json_invalid":
+            problems.append('the body is not valid JSON: send {"sql": "SELECT ...", "parameters": [...]}')
+        else:
+            problems.append(f"{where or 'body'}: {item.get('msg', 'invalid')}")
+    return "; ".join(problems)
+
+
+def _accepts_arrow(accept: str | None) -> bool:
+    """Whether the Accept header asks for an Arrow stream (listed with a quality above 0).
+    Clients that read Arrow ask for it by name; ``*/*`` gets JSON."""
+    for part in (accept or "").split(","):
+        media, *params = (p.strip().lower() for p in part.split(";"))
+        if media != ARROW_STREAM:
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        return quality > 0
+    return False
+
+
+def _log_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """A log record as its analyst may see it: what they sent and got back. Hashes of the
+    chain, the data version and the canonical form are the auditor's, not the analyst's."""
+    ts: dt.datetime = record["ts"]
+    return {
+        "id": record["id"],
+        "time": ts.replace(tzinfo=dt.UTC).isoformat(timespec="milliseconds"),
+        "sql": record["sql"],
+        "decision": record["decision"],
+        "error": record["error"],
+        "reason": record["reason"],
+        "columns": record["columns"],
+        "rows": record["rows"],
+        "flags": record["flags"],
+        "notes": record["notes"],
+    }

@@ -1,0 +1,171 @@
+"""Both endpoints in one asyncio loop, started together and stopped together.
+
+The HTTP API runs under uvicorn, the PostgreSQL endpoint under
+:class:`guard.server.pgwire.server.PgServer`; both share one :class:`~guard.core.Guard`
+(it is thread-safe) and one TLS context. SIGINT / SIGTERM stop both: no new
+connections, requests in flight finish (bounded by ``grace`` seconds), then the loop
+ends and the caller closes the guard. A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import ssl
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import uvicorn
+
+from guard.core import Guard
+from guard.errors import GuardError
+from guard.server.http import create_app
+from guard.server.listen import bind, listen_error
+
+if TYPE_CHECKING:
+    from guard.server.pgwire.server import PgServer
+
+__all__ = ["Endpoints", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """What to start. A port of None leaves that endpoint off; 0 takes any free port."""
+
+    host: str = "127.0.0.1"
+    http_port: int | None = 8080
+    pg_port: int | None = 5433
+    tls: ssl.SSLContext | None = None
+    #: threads the PostgreSQL endpoint runs queries on
+    pg_workers: int = 8
+    #: seconds requests in flight may take to finish once asked to stop
+    grace: int = 10
+
+
+class _HttpServer(uvicorn.Server):
+    """uvicorn, without its own signal handling: :func:`serve` stops both endpoints."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(guard: Guard, endpoints: Endpoints, ready: Callable[[dict[str, str]], None]) -> None:
+    """Serve ``guard`` until SIGINT or SIGTERM. ``ready`` receives each endpoint's URL
+    (by name, ``"http"`` / ``"postgresql"``) once both accept connections.
+
+    Raises:
+        GuardError: an endpoint cannot listen (port in use, address not local, ...) or
+            the PostgreSQL endpoint is not available; nothing is left running.
+    """
+    stop = asyncio.Event()
+    http: _HttpServer | None = None
+    http_task: asyncio.Task[None] | None = None
+    pg: PgServer | None = None
+    urls: dict[str, str] = {}
+    scheme = "https" if endpoints.tls else "http"
+    with _signals(stop, lambda: http):
+        try:
+            if endpoints.http_port is not None:
+                sock = bind(endpoints.host, endpoints.http_port, "HTTP", "--http-port")
+                http = _HttpServer(_http_config(guard, endpoints))
+                http_task = asyncio.create_task(http.serve(sockets=[sock]))
+                await _started(http, http_task)
+                urls["http"] = f"{scheme}://{_authority(endpoints.host, sock.getsockname()[1])}"
+            if endpoints.pg_port is not None:
+                pg, database = await _start_pg(guard, endpoints)
+                urls["postgresql"] = f"postgresql://{_authority(endpoints.host, pg.port)}/{database}"
+            ready(urls)
+            waiters = [asyncio.create_task(stop.wait())] + ([http_task] if http_task else [])
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            waiters[0].cancel()
+        finally:
+            # both stop at once, so the whole shutdown takes at most about ``grace``
+            if http is not None:
+                http.should_exit = True
+            stopping = [asyncio.create_task(_close_pg(pg, endpoints.grace))] if pg is not None else []
+            await asyncio.gather(*stopping, *([http_task] if http_task is not None else []))
+
+
+@contextlib.contextmanager
+def _signals(stop: asyncio.Event, http: Callable[[], _HttpServer | None]) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+
+    def handle() -> None:
+        if stop.is_set():  # the second signal: do not wait for requests in flight
+            server = http()
+            if server is not None:
+                server.force_exit = True
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, handle)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _http_config(guard: Guard, endpoints: Endpoints) -> uvicorn.Config:
+    tls = endpoints.tls
+    return uvicorn.Config(
+        create_app(guard),
+        lifespan="off",
+        log_level="warning",  # the guard's own log records every request
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=endpoints.grace,
+        ssl_context_factory=(lambda _config, _default: tls) if tls is not None else None,
+    )
+
+
+async def _started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    """Wait until uvicorn accepts connections (or failed to)."""
+    while not server.started:
+        if task.done():
+            task.result()  # re-raises what stopped it
+            raise GuardError("the HTTP endpoint stopped while starting")
+        await asyncio.sleep(0.01)
+
+
+async def _start_pg(guard: Guard, endpoints: Endpoints) -> tuple[PgServer, str]:
+    """The running PostgreSQL endpoint, and the database name clients connect to."""
+    try:
+        from guard.server.pgwire.catalog_queries import DATABASE
+        from guard.server.pgwire.server import PgServer
+    except ImportError:  # pragma: no cover - a partial installation
+        raise GuardError(
+            "the PostgreSQL endpoint is not available in this installation: serve HTTP only with --no-pg"
+        ) from None
+    assert endpoints.pg_port is not None
+    server = PgServer(
+        guard,
+        host=endpoints.host,
+        port=endpoints.pg_port,
+        ssl_context=endpoints.tls,
+        workers=endpoints.pg_workers,
+    )
+    try:
+        await server.start()
+    except OSError as exc:
+        raise listen_error(exc, endpoints.host, endpoints.pg_port, "PostgreSQL", "--pg-port") from None
+    return server, DATABASE
+
+
+async def _close_pg(pg: PgServer, grace: int) -> None:
+    try:
+        await asyncio.wait_for(pg.close(), grace)
+    except TimeoutError:
+        # e.g. a TLS session whose idle client never answers the close_notify: the process
+        # is ending, so its connections end with it
+        log.warning("the PostgreSQL endpoint did not close within %d s; stopping anyway", grace)
+
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
