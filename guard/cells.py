@@ -111,4 +111,5 @@ def _rolled_up(gid: int, keys: int) -> tuple[bool, ...]:
 
 
 def _floats(values: Sequence[Any] | None) -> tuple[float, ...]:
-    return () if values is None else tuple(float(v) for v in values)
+    # a ranked top-n (engines without a top-n aggregate) holds NULL past a cell's last unit
+    return () if values is None else tuple(float(v) for v in values if v is not None)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from guard.audit.history import HistoryAudit
+from guard.backends import open_backend
 from guard.backends.base import Backend, TableInfo
-from guard.backends.duckdb_backend import DuckDBBackend
 from guard.cells import Cell, CellGrid, cells_from_result
 from guard.errors import AccessDenied, GuardError, PolicyError, QueryRejected
 from guard.explain import Explanation, explain_decision
@@ -78,25 +78,31 @@ class Guard:
 
     @classmethod
     def open(
-        cls, policy_path: str | Path, state: str | Path | None = None, *, rng: RandomSource | None = None
+        cls,
+        policy_path: str | Path,
+        state: str | Path | None = None,
+        *,
+        backend: str | None = None,
+        rng: RandomSource | None = None,
     ) -> Guard:
         """Load the policy, open its data read-only and its state store.
 
-        ``state`` overrides the policy's state folder (log, history, budgets); ``rng``
-        replaces the secure noise source (tests only).
+        ``state`` overrides the policy's state folder (log, history, budgets); ``backend``
+        the policy's engine (duckdb, postgres, spark); ``rng`` replaces the secure noise
+        source (tests only).
 
         Raises:
             PolicyError: the policy or its sources are invalid.
             BackendError: the data or the state store cannot be opened.
         """
-        policy = load_policy(policy_path, state)
+        policy = load_policy(policy_path, state, backend)
         store = StateStore(policy.state_dir)
         try:
-            backend = DuckDBBackend(policy)
+            engine = open_backend(policy)
         except BaseException:
             store.close()
             raise
-        return cls(policy, backend, store, rng)
+        return cls(policy, engine, store, rng)
 
     def __enter__(self) -> Guard:
         return self
@@ -212,14 +218,16 @@ class Guard:
                     "noise: nothing is suppressed; the answer's notes give each column's noise scale"
                 )
             assert self.noise is not None
-            prepared = self.noise.measure(shape, table, info, self.backend.execute)  # 5-6
+            prepared = self.noise.measure(
+                shape, table, info, self.backend.execute, self.backend.capabilities
+            )  # 5-6
             with self._release_lock:
                 result = self.noise.release(
                     prepared, info, who, lambda r, write: record(r, None, write, None)
                 )  # 7-8
             return result, None
         measured = with_sums(shape)  # an average is protected as the sum it implies
-        plan = rewrite(measured, info, self._depth)  # 5 rewrite
+        plan = rewrite(measured, info, self._depth, self.backend.capabilities)  # 5 rewrite
         grid = cells_from_result(measured, plan, self.backend.execute(plan.query), info)  # 6 execute
         audited = self.history is not None and not explaining
         query_sets = self.history.query_sets(shape, table, info) if self.history and audited else []
@@ -284,7 +292,7 @@ class Guard:
             aggregates=(aggregate_of(space),),
             outputs=(),
         )
-        plan = rewrite(shape, info, self._depth)
+        plan = rewrite(shape, info, self._depth, self.backend.capabilities)
         grid: CellGrid = cells_from_result(shape, plan, self.backend.execute(plan.query), info)
         encode = key_encoder(dimensions, used, {})
         rolled = grid.rolled_up or [()] * len(grid.keys)

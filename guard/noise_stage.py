@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from guard.backends.base import ResultSet, TableInfo
+from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, ResultSet, TableInfo
 from guard.noise.budget import Ledger, LedgerEntry
 from guard.noise.cache import Draw
 from guard.noise.release import NoiseConfig, Prepared, prepare, spent_note, statistics_for
@@ -83,7 +83,12 @@ class NoiseStage:
         )
 
     def measure(
-        self, shape: QueryShape, table: Table, info: TableInfo, execute: Callable[[exp.Select], ResultSet]
+        self,
+        shape: QueryShape,
+        table: Table,
+        info: TableInfo,
+        execute: Callable[[exp.Select], ResultSet],
+        capabilities: Capabilities = DUCKDB_CAPABILITIES,
     ) -> Prepared:
         """Stages 5-6: the bounded statistics of every cell, and what each would cost."""
         config = self.config(table, info)
@@ -96,6 +101,7 @@ class NoiseStage:
             cells_per_unit=config.cells_per_unit,
             rows_per_cell=config.rows_per_cell,
             salt=self._salt,
+            capabilities=capabilities,
         )
         rows = list(execute(plan.query).rows)
         if plan.grouping_slot is not None and () in shape.levels:

@@ -6,19 +6,64 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import Enum
 from typing import Any
 
-from sqlglot import exp
+from sqlglot import ErrorLevel, exp
 
-__all__ = ["Backend", "Capabilities", "ResultSet", "TableInfo", "plain_value"]
+__all__ = ["Backend", "Capabilities", "KeyedHash", "ResultSet", "TableInfo", "TopN", "plain_value"]
+
+
+class TopN(Enum):
+    """How the engine computes a cell's n largest per-unit contributions, exactly."""
+
+    #: DuckDB's top-n aggregate max(x, n): one pass, a descending list per group
+    NATIVE = "native"
+    #: rank the per-unit contributions with row_number() over the cell, then keep rank
+    #: <= n with one MAX(CASE ...) per rank (standard SQL: PostgreSQL, Spark)
+    WINDOW = "window"
+
+
+class KeyedHash(Enum):
+    """The engine's deterministic hash of several values (noise mode's cell choice)."""
+
+    #: DuckDB hash(a, b, ...)
+    VARIADIC = "hash"
+    #: Spark xxhash64(a, b, ...)
+    XXHASH64 = "xxhash64"
+    #: PostgreSQL hashtextextended(concat_ws('|', a, b, ...), 0)
+    TEXT = "hashtextextended"
 
 
 @dataclass(frozen=True)
 class Capabilities:
+    """What the guard may ask of an engine; query generation reads these flags, never
+    the engine's name."""
+
     #: the engine's SQL dialect, as sqlglot names it
     dialect: str
-    #: COUNT(DISTINCT x) FILTER (WHERE ...) is available
+    #: COUNT(...) FILTER (WHERE ...) is available
     filtered_aggregates: bool = True
+    #: how top-n contributions are computed
+    top_n: TopN = TopN.WINDOW
+    #: list functions (flatten, list_sort, list_slice) can merge top-n lists of detail
+    #: cells into their totals (DuckDB); otherwise totals are ranked like detail cells
+    list_merge: bool = False
+    #: the deterministic hash used to pick a unit's kept cells in noise mode
+    keyed_hash: KeyedHash = KeyedHash.VARIADIC
+    #: the bitmask of rolled-up keys is spelled grouping_id(k1, ..., kn) (Spark, whose
+    #: grouping() takes one key), not GROUPING(k1, ..., kn); same bit order
+    grouping_id: bool = False
+
+
+#: DuckDB's capabilities; also what query generation assumes when given none
+DUCKDB_CAPABILITIES = Capabilities(
+    dialect="duckdb",
+    filtered_aggregates=True,
+    top_n=TopN.NATIVE,
+    list_merge=True,
+    keyed_hash=KeyedHash.VARIADIC,
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +117,9 @@ class Backend(ABC):
     def close(self) -> None: ...
 
     def sql(self, query: exp.Expr) -> str:
-        return query.sql(dialect=self.capabilities.dialect)
+        """The query in the engine's dialect; anything the dialect cannot express raises
+        (sqlglot's RAISE level) instead of being approximated."""
+        return query.sql(dialect=self.capabilities.dialect, unsupported_level=ErrorLevel.RAISE)
 
 
 def plain_value(value: Any) -> Any:

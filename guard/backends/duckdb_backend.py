@@ -21,13 +21,13 @@ from pathlib import Path
 import duckdb
 from sqlglot import exp
 
-from guard.backends.base import Backend, Capabilities, ResultSet, TableInfo, plain_rows
+from guard.backends.base import DUCKDB_CAPABILITIES, Backend, ResultSet, TableInfo, plain_rows
 from guard.errors import BackendError, PolicyError
 from guard.policy.model import Policy, Role, SourceKind, Table
 from guard.query.analyze import NUMERIC_TYPES
 from guard.sqlfiles import read_sql, statements
 
-__all__ = ["DuckDBBackend"]
+__all__ = ["DuckDBBackend", "file_snapshot"]
 
 _LOCKED = {
     "enable_external_access": False,
@@ -48,16 +48,17 @@ def _literal(text: str) -> str:
 
 
 class DuckDBBackend(Backend):
-    capabilities = Capabilities(dialect="duckdb", filtered_aggregates=True)
+    capabilities = DUCKDB_CAPABILITIES
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        versions = _table_versions(policy)
-        version = hashlib.sha256("".join(versions.values()).encode()).hexdigest()
-        folder = policy.state_dir / "snapshots"
-        path = folder / f"{policy.name}-{version[:16]}.duckdb"
-        if not path.exists():
-            _build_snapshot(policy, path, versions)
+        in_engine = [t.name for t in policy.tables if t.source.kind is SourceKind.TABLE]
+        if in_engine:
+            raise PolicyError(
+                f"{policy.path.name}: tables.{in_engine[0]}.source: a table source lives in a "
+                "postgres or spark engine; the duckdb backend reads files (csv, parquet, duckdb)"
+            )
+        path = file_snapshot(policy, policy.tables)
         try:
             self._connection = duckdb.connect(str(path), read_only=True, config=dict(_LOCKED))
         except duckdb.Error as exc:
@@ -111,7 +112,23 @@ class DuckDBBackend(Backend):
             self._connection.close()
 
 
-def _table_versions(policy: Policy) -> dict[str, str]:
+def file_snapshot(policy: Policy, tables: tuple[Table, ...]) -> Path:
+    """The DuckDB snapshot of ``tables`` (file sources), built if this version lacks one.
+
+    It is the canonical loader of files for every back-end: PostgreSQL and Spark copy
+    its tables, so a CSV's types and the guard's _rid/_uid/_ukey are the same whichever
+    engine answers. Holds ``_guard_tables`` (name, info JSON) besides the tables.
+    """
+    versions = _table_versions(policy, tables)
+    version = hashlib.sha256("".join(versions.values()).encode()).hexdigest()
+    folder = policy.state_dir / "snapshots"
+    path = folder / f"{policy.name}-{version[:16]}.duckdb"
+    if not path.exists():
+        _build_snapshot(policy, path, versions, tables)
+    return path
+
+
+def _table_versions(policy: Policy, tables: tuple[Table, ...]) -> dict[str, str]:
     """Fingerprint of each table: its declaration and its source file's bytes.
 
     Hashing a multi-GB source on every open would cost seconds, so a file's digest is
@@ -123,7 +140,7 @@ def _table_versions(policy: Policy) -> dict[str, str]:
     except (OSError, ValueError):
         cache = {}
     versions = {}
-    for table in policy.tables:
+    for table in tables:
         digest = hashlib.sha256()
         # "snapshot 2": the snapshot's layout (2 added _ukey); a new layout is a new version
         declaration: list[object] = ["snapshot 2", table.name, table.privacy_unit, table.source.kind.value]
@@ -138,7 +155,7 @@ def _table_versions(policy: Policy) -> dict[str, str]:
 
 
 def _file_digest(table: Table, cache: dict[str, dict[str, object]]) -> str:
-    path = table.source.path
+    path = table.source.file
     try:
         stat = path.stat()
         entry = cache.get(str(path))
@@ -158,7 +175,7 @@ def _file_digest(table: Table, cache: dict[str, dict[str, object]]) -> str:
 
 
 def _source_sql(table: Table) -> str:
-    path = _literal(str(table.source.path))
+    path = _literal(str(table.source.file))
     if table.source.kind is SourceKind.CSV:
         return f"read_csv({path}, header = true)"
     if table.source.kind is SourceKind.PARQUET:
@@ -166,14 +183,14 @@ def _source_sql(table: Table) -> str:
     return f"src.{_ident(table.source.table or table.name)}"
 
 
-def _build_snapshot(policy: Policy, path: Path, versions: dict[str, str]) -> None:
+def _build_snapshot(policy: Policy, path: Path, versions: dict[str, str], tables: tuple[Table, ...]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
     con = duckdb.connect(str(partial))
     try:
         con.execute("CREATE TABLE _guard_tables (name VARCHAR, info JSON)")
-        for table in policy.tables:
+        for table in tables:
             _snapshot_table(con, policy, table, versions[table.name])
         con.execute("CHECKPOINT")
     except duckdb.Error as exc:
@@ -196,7 +213,7 @@ def _build_snapshot(policy: Policy, path: Path, versions: dict[str, str]) -> Non
 def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table, version: str) -> None:
     attached = table.source.kind is SourceKind.DUCKDB
     if attached:
-        con.execute(f"ATTACH {_literal(str(table.source.path))} AS src (READ_ONLY)")
+        con.execute(f"ATTACH {_literal(str(table.source.file))} AS src (READ_ONLY)")
     try:
         source = _source_sql(table)
         available = {
@@ -210,7 +227,7 @@ def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table
                 hint = f" (did you mean {available[close[0]][0]!r}?)" if close else ""
                 raise PolicyError(
                     f"{policy.path.name}: tables.{table.name}.columns.{column.name}: "
-                    f"not a column of the source {table.source.path.name}{hint}"
+                    f"not a column of the source {table.source.file.name}{hint}"
                 )
             source_type = available[column.name.lower()][1]
             if column.role is Role.MEASURE and source_type.split("(")[0] not in NUMERIC_TYPES:

@@ -14,6 +14,7 @@ import click
 from rich.table import Table
 
 from guard.cli.audit_cmd import audit
+from guard.cli.options import BACKEND as _BACKEND
 from guard.cli.options import POLICY as _POLICY
 from guard.cli.options import STATE as _STATE
 from guard.cli.options import guarded as _guarded
@@ -38,12 +39,13 @@ def main() -> None:
 @_POLICY
 @click.option("--analyst", required=True, help="Who is asking (declared in the policy).")
 @_STATE
+@_BACKEND
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.argument("sql")
 @_guarded
-def query(policy: Path, analyst: str, state: Path | None, fmt: str, sql: str) -> None:
+def query(policy: Path, analyst: str, state: Path | None, backend: str | None, fmt: str, sql: str) -> None:
     """Answer one aggregate SQL query for ANALYST, or say why not."""
-    with Guard.open(policy, state=state) as guard:
+    with Guard.open(policy, state=state, backend=backend) as guard:
         result = guard.query(sql, analyst=analyst)
     render_result(result, fmt, _stdout(), _stderr())
 
@@ -52,13 +54,14 @@ def query(policy: Path, analyst: str, state: Path | None, fmt: str, sql: str) ->
 @_POLICY
 @click.option("--analyst", required=True, help="Whose request to explain (declared in the policy).")
 @_STATE
+@_BACKEND
 @click.argument("sql")
 @_guarded
-def explain(policy: Path, analyst: str, state: Path | None, sql: str) -> None:
+def explain(policy: Path, analyst: str, state: Path | None, backend: str | None, sql: str) -> None:
     """For data stewards: which cells SQL would have withheld and why, with each
     withheld cell's feasibility interval against its protection level. Releases
     nothing. The levels derive from confidential data: do not pass them to analysts."""
-    with Guard.open(policy, state=state) as guard:
+    with Guard.open(policy, state=state, backend=backend) as guard:
         explanation = guard.explain(sql, analyst=analyst)
     out = _stdout()
     render_result(explanation.result, "table", out, _stderr())
@@ -68,21 +71,24 @@ def explain(policy: Path, analyst: str, state: Path | None, sql: str) -> None:
 @main.command("check-policy")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @_STATE
+@_BACKEND
 @_guarded
-def check_policy(file: Path, state: Path | None) -> None:
+def check_policy(file: Path, state: Path | None, backend: str | None) -> None:
     """Validate a policy, load its sources, and summarise it."""
-    policy = load_policy(file, state)
+    policy = load_policy(file, state, backend)
     out = _stdout()
-    with Guard.open(file, state=state) as guard:
+    with Guard.open(file, state=state, backend=backend) as guard:
         out.print(f"[bold]{policy.name}[/bold]: {file} is valid")
         full = "released" if policy.protection.allow_full_population else "withheld"
         out.print(f"  protection: k = {policy.protection.min_query_set_size} (full-population cells {full})")
         out.print(f"  state: {policy.state_dir}")
+        out.print(f"  backend: {policy.backend.engine}")
         if policy.uses_noise:
             out.print(f"  {_noise_summary(policy)}", markup=False)
         for table in policy.tables:
             info = guard.backend.table_info(table.name)
-            summary = Table(title=f"table {table.name} ({table.source.kind.value}: {table.source.path.name})")
+            where = table.source.path.name if table.source.path else table.source.table
+            summary = Table(title=f"table {table.name} ({table.source.kind.value}: {where})")
             for name in ("column", "role", "type", "bounds"):
                 summary.add_column(name)
             for column in table.columns:

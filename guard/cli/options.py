@@ -15,7 +15,7 @@ from rich.console import Console
 from guard.cli.render import render_error
 from guard.errors import GuardError, codes_for
 
-__all__ = ["POLICY", "STATE", "guarded", "stderr", "stdout"]
+__all__ = ["BACKEND", "POLICY", "STATE", "guarded", "stderr", "stdout"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +32,14 @@ STATE = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Folder of the guard's own store (log, history, budgets); overrides the policy's.",
+)
+
+BACKEND = click.option(
+    "--backend",
+    "backend",
+    type=click.Choice(("duckdb", "postgres", "spark")),
+    default=None,
+    help="Data engine to answer from; overrides the policy's backend: (keeps its options).",
 )
 
 

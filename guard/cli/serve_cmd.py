@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from guard.cli.options import POLICY, STATE, guarded
+from guard.cli.options import BACKEND, POLICY, STATE, guarded
 from guard.core import Guard
 from guard.policy.credentials import DEFAULT_ITERATIONS, make_verifier
 from guard.server.listen import is_loopback, tls_context
@@ -28,6 +28,7 @@ _ROUTES = "POST /query, GET /budget, GET /log, GET /health; schema at /docs"
 @click.command("serve")
 @POLICY
 @STATE
+@BACKEND
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -65,6 +66,7 @@ _ROUTES = "POST /query, GET /budget, GET /log, GET /health; schema at /docs"
 def serve(
     policy: Path,
     state: Path | None,
+    backend: str | None,
     host: str,
     pg_port: int,
     http_port: int,
@@ -80,13 +82,23 @@ def serve(
         raise click.UsageError("--no-pg and --no-http together leave nothing to serve")
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together: give both, or neither")
-    _serve(policy, state, host, None if no_pg else pg_port, None if no_http else http_port, tls_cert, tls_key)
+    _serve(
+        policy,
+        state,
+        backend,
+        host,
+        None if no_pg else pg_port,
+        None if no_http else http_port,
+        tls_cert,
+        tls_key,
+    )
 
 
 @guarded
 def _serve(
     policy: Path,
     state: Path | None,
+    backend: str | None,
     host: str,
     pg_port: int | None,
     http_port: int | None,
@@ -100,7 +112,7 @@ def _serve(
             "answers would cross the network in clear text; add --tls-cert and --tls-key"
         )
     endpoints = Endpoints(host=host, http_port=http_port, pg_port=pg_port, tls=tls)
-    with Guard.open(policy, state=state) as guard:
+    with Guard.open(policy, state=state, backend=backend) as guard:
         if not any(a.password is not None for a in guard.policy.analysts):
             _note(
                 f"warning: no analyst of {guard.policy.path.name} has a password, so nobody can log in: "

@@ -21,6 +21,7 @@ from guard.noise.composition import as_epsilon
 from guard.policy.credentials import ScramVerifier, parse_verifier
 from guard.policy.model import (
     Analyst,
+    BackendSettings,
     Column,
     HistoryAudit,
     HistorySettings,
@@ -41,7 +42,14 @@ from guard.rules import Dominance, MinimumFrequency, PPercent, PriorPosterior, R
 __all__ = ["load_policy"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SUPPORTED_BACKENDS = ("duckdb",)
+#: each engine's options under ``backend:`` (see BackendSettings)
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "duckdb": (),
+    "postgres": ("dsn", "owner_dsn", "schema"),
+    "spark": ("master", "remote", "snapshot"),
+}
+BACKEND_REQUIRED: dict[str, tuple[str, ...]] = {"postgres": ("dsn",)}
+SUPPORTED_BACKENDS = tuple(BACKEND_OPTIONS)
 
 
 class _Reader:
@@ -163,10 +171,11 @@ def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def load_policy(path: str | Path, state: str | Path | None = None) -> Policy:
+def load_policy(path: str | Path, state: str | Path | None = None, backend: str | None = None) -> Policy:
     """Read and validate a policy file.
 
-    ``state`` overrides the policy's ``state`` folder (the guard's log, history, ledger).
+    ``state`` overrides the policy's ``state`` folder (the guard's log, history, ledger);
+    ``backend`` overrides the policy's engine (duckdb, postgres, spark).
     Relative paths in the file are relative to the file's folder.
 
     Raises:
@@ -183,10 +192,10 @@ def load_policy(path: str | Path, state: str | Path | None = None) -> Policy:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(top level)"
         raise PolicyError(f"{path.name}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    return _build(document, path.resolve(), state)
+    return _build(document, path.resolve(), state, backend)
 
 
-def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
+def _build(document: Any, path: Path, state: str | Path | None, engine: str | None = None) -> Policy:
     r = _Reader(path.name)
     base = path.parent
     top = r.mapping(
@@ -197,9 +206,8 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
     name = r.string(top.get("name", path.stem), "name")
     if "description" in top:
         r.string(top["description"], "description")
-    backend = r.string(top.get("backend", "duckdb"), "backend")
-    if backend not in SUPPORTED_BACKENDS:
-        raise r.fail(f"unknown backend {backend!r}; supported: {', '.join(SUPPORTED_BACKENDS)}", "backend")
+    with r.at("backend"):
+        backend = _backend(r, top.get("backend", "duckdb"), engine)
     if state is not None:
         state_dir = Path(state).resolve()
     else:
@@ -229,6 +237,36 @@ def _build(document: Any, path: Path, state: str | Path | None) -> Policy:
         _check_noise(r, policy)
     _check_history_groups(r, policy)
     return policy
+
+
+def _backend(r: _Reader, value: Any, engine: str | None) -> BackendSettings:
+    """``backend: duckdb`` or ``backend: {engine: postgres, dsn: ...}``; ``engine``
+    (the CLI's --backend) replaces the policy's engine and keeps its options."""
+    if isinstance(value, str):
+        if engine is None and value not in BACKEND_OPTIONS:
+            raise r.fail(f"unknown backend {value!r}; supported: {', '.join(BACKEND_OPTIONS)}")
+        value = {"engine": value}
+    known = ("engine", *sorted({key for keys in BACKEND_OPTIONS.values() for key in keys}))
+    m = r.mapping(value, known, required=("engine",))
+    chosen = engine if engine is not None else r.string(m["engine"], "engine")
+    if chosen not in BACKEND_OPTIONS:
+        raise r.fail(f"unknown backend {chosen!r}; supported: {', '.join(BACKEND_OPTIONS)}", "engine")
+    options = {}
+    for key, text in m.items():
+        if key == "engine":
+            continue
+        if engine is not None and key not in BACKEND_OPTIONS[chosen]:
+            continue  # the policy's options for its own engine, overridden on the command line
+        if key not in BACKEND_OPTIONS[chosen]:
+            allowed = ", ".join(BACKEND_OPTIONS[chosen]) or "none"
+            raise r.fail(f"{key!r} is not an option of the {chosen} backend (its options: {allowed})", key)
+        options[key] = r.string(text, key)
+    missing = [key for key in BACKEND_REQUIRED.get(chosen, ()) if key not in options]
+    if missing:
+        raise r.fail(f"the {chosen} backend needs {', '.join(missing)}: add it under backend:")
+    if chosen == "spark" and "master" in options and "remote" in options:
+        raise r.fail("give either master (a local or cluster Spark) or remote (Spark Connect), not both")
+    return BackendSettings(engine=chosen, options=options)
 
 
 def _noise(r: _Reader, value: Any, analysts: tuple[Analyst, ...]) -> NoiseSettings:
@@ -502,11 +540,16 @@ def _table(r: _Reader, name: str, value: Any, base: Path) -> Table:
 
 
 def _source(r: _Reader, value: Any, base: Path) -> Source:
-    kinds = tuple(k.value for k in SourceKind)
+    kinds = tuple(k.value for k in SourceKind if k is not SourceKind.TABLE)
     m = r.mapping(value, (*kinds, "table"))
     given = [k for k in kinds if k in m]
+    if not given and "table" in m:
+        # a table of the back-end's own engine, e.g. {table: public.people}
+        return Source(kind=SourceKind.TABLE, path=None, table=_engine_table(r, m["table"]))
     if len(given) != 1:
-        raise r.fail(f"give exactly one of {', '.join(kinds)} (a file path)")
+        raise r.fail(
+            f"give exactly one of {', '.join(kinds)} (a file path), or table (a table in the engine)"
+        )
     kind = SourceKind(given[0])
     file_path = (base / r.string(m[kind.value], kind.value)).resolve()
     table = None
@@ -515,6 +558,16 @@ def _source(r: _Reader, value: Any, base: Path) -> Source:
     elif "table" in m:
         raise r.fail("only a duckdb source names a table inside the file", "table")
     return Source(kind=kind, path=file_path, table=table)
+
+
+def _engine_table(r: _Reader, value: Any) -> str:
+    text = r.string(value, "table")
+    parts = text.split(".")
+    if not 1 <= len(parts) <= 3 or not all(_NAME.fullmatch(p) for p in parts):
+        raise r.fail(
+            f"{text!r}: name the engine's table as [catalog.][schema.]table with plain identifiers", "table"
+        )
+    return text
 
 
 def _columns(r: _Reader, value: Any) -> tuple[Column, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
@@ -42,15 +43,43 @@ class SourceKind(Enum):
     CSV = "csv"
     PARQUET = "parquet"
     DUCKDB = "duckdb"
+    #: a table inside the back-end's own engine (PostgreSQL, Spark), read in place
+    TABLE = "table"
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a protected table's rows come from. ``table`` is only used for DuckDB files."""
+    """Where a protected table's rows come from.
+
+    A file (CSV, Parquet, DuckDB) has a ``path``; ``table`` names the table inside a
+    DuckDB file. A TABLE source has no path: ``table`` names it inside the back-end's
+    engine (``schema.table`` allowed).
+    """
 
     kind: SourceKind
-    path: Path
+    path: Path | None
     table: str | None = None
+
+    @property
+    def file(self) -> Path:
+        """The source file; only for CSV, Parquet and DuckDB sources."""
+        if self.path is None:
+            raise ValueError(f"a {self.kind.value} source has no file")
+        return self.path
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Which engine runs the queries, and how to reach it (``backend:`` in the policy).
+
+    ``options`` are the engine's own keys, checked by the loader (see policies/README.md):
+    postgres: dsn (the read-only query role), owner_dsn (builds the snapshot), schema;
+    spark: master or remote (Spark Connect URL), snapshot (folder). duckdb has none.
+    """
+
+    engine: str = "duckdb"
+    # left out of the hash (a dict is unhashable) but compared: policies are hashed
+    options: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -237,7 +266,7 @@ class Policy:
     name: str
     path: Path
     state_dir: Path
-    backend: str
+    backend: BackendSettings
     tables: tuple[Table, ...]
     protection: Protection
     limits: Limits

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from guard.backends.base import TableInfo
+from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, KeyedHash, TableInfo
 from guard.query.rewrite import _GID, _column, _distinct_sets, _grouping_id, _grouping_sets, _where
 from guard.query.shape import QueryShape
 
@@ -69,6 +69,7 @@ def noisy_rewrite(
     cells_per_unit: int,
     rows_per_cell: int,
     salt: int,
+    capabilities: Capabilities = DUCKDB_CAPABILITIES,
 ) -> NoisyPlan:
     """The bounded-statistics query for ``shape``'s cells.
 
@@ -90,14 +91,14 @@ def noisy_rewrite(
         condition = _where(shape.predicates)
     else:
         projections = _bounded(statistics, rows_per_cell)
-        source = _per_unit(shape, statistics, bounds, sets, cells_per_unit, salt).subquery("__units")
+        source = _per_unit(shape, statistics, bounds, sets, salt, capabilities).subquery("__units")
         condition = exp.LTE(this=_column("__rank"), expression=exp.Literal.number(cells_per_unit))
     keys = [_column(k) for k in shape.group_by]
     selected: list[exp.Expr] = [*keys, *(expr for _, expr in projections)]
     grouping_slot = None
     if sets:
         grouping_slot = len(selected)
-        selected.append(_column(_GID) if not info.one_row_per_unit else _grouping_id(shape))
+        selected.append(_column(_GID) if not info.one_row_per_unit else _grouping_id(shape, capabilities))
     query = exp.select(*selected).from_(source)
     if condition is not None:
         query = query.where(condition)
@@ -146,15 +147,15 @@ def _per_unit(
     statistics: Sequence[Statistic],
     bounds: Mapping[str, tuple[float, float]],
     sets: tuple[tuple[str, ...], ...],
-    cells_per_unit: int,
     salt: int,
+    capabilities: Capabilities,
 ) -> exp.Select:
     """One row per (grouping set, cell, unit): the unit's row counts and clamped sums in
     the cell, and the rank of the cell among the unit's cells of that level."""
     keys = [_column(k) for k in shape.group_by]
     projections: list[exp.Expr] = [*keys, _column("_uid"), _column("_ukey")]
     if sets:
-        projections.append(_grouping_id(shape))
+        projections.append(_grouping_id(shape, capabilities))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
     columns = sorted({s.column for s in statistics if s.column is not None})
     summed = {s.column for s in statistics if s.kind == "sum"}
@@ -174,9 +175,7 @@ def _per_unit(
         partials = partials.group_by(*[k.copy() for k in keys], _column("_uid"), _column("_ukey"))
     # which of a unit's cells survive the L0 bound: a keyed hash of the unit's own id and
     # the cell, so the choice never depends on which other units exist
-    hashed = exp.Anonymous(
-        this="hash", expressions=[exp.Literal.number(salt), _column("_ukey"), *[k.copy() for k in keys]]
-    )
+    hashed = _keyed_hash(capabilities.keyed_hash, [exp.Literal.number(salt), _column("_ukey"), *keys])
     partition = [_column("_uid")] + ([_column(_GID)] if sets else [])
     rank = exp.Window(
         this=exp.RowNumber(),
@@ -187,6 +186,14 @@ def _per_unit(
         partials.subquery("__partials")
     )
     return ranked
+
+
+def _keyed_hash(kind: KeyedHash, parts: Sequence[exp.Expr]) -> exp.Expr:
+    copies = [p.copy() for p in parts]
+    if kind is KeyedHash.TEXT:
+        joined = exp.Anonymous(this="concat_ws", expressions=[exp.Literal.string("|"), *copies])
+        return exp.Anonymous(this="hashtextextended", expressions=[joined, exp.Literal.number(0)])
+    return exp.Anonymous(this=kind.value, expressions=copies)
 
 
 def _bounded(statistics: Sequence[Statistic], rows_per_cell: int) -> list[tuple[Statistic, exp.Expr]]:

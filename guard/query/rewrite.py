@@ -8,9 +8,11 @@ contribution magnitudes and their total, which the sensitivity rules read. With 
 sets (ROLLUP, CUBE, GROUPING SETS) every cell, detail or total, comes from the same pass,
 with a grouping id telling which keys a row rolls up.
 
-Everything is computed by the engine in one query, with native aggregates only (no
-window functions): ``max(x, n)`` is DuckDB's top-n aggregate, and list functions merge
-top-n lists. The query is built as a
+Everything is computed by the engine in one query. How the largest contributions are
+found depends on the engine's declared capabilities (never on its name): with a native
+top-n aggregate (DuckDB's ``max(x, n)``) and list functions, one pass with no window
+function; otherwise the per-unit partials are ranked with ``row_number()`` over the cell
+and the first n ranks kept (standard SQL: PostgreSQL, Spark). The query is built as a
 sqlglot tree, never by pasting the analyst's text, and is generated in the engine's own
 dialect.
 """
@@ -22,7 +24,7 @@ from enum import Enum
 
 from sqlglot import exp
 
-from guard.backends.base import TableInfo
+from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, TableInfo, TopN
 from guard.query.shape import AggFunc, Aggregate, Predicate, PredOp, QueryShape
 
 __all__ = ["Plan", "rewrite"]
@@ -87,7 +89,9 @@ def _column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
+def rewrite(
+    shape: QueryShape, info: TableInfo, depth: int = 0, capabilities: Capabilities = DUCKDB_CAPABILITIES
+) -> Plan:
     """Build the cell query for ``shape`` over the table described by ``info``.
 
     With one row per privacy unit (checked when the snapshot was built) rows are units
@@ -102,7 +106,8 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     cells are aggregated first and rolled up into the grouping sets.
 
     ``depth`` (>= 0) is how many of the largest contributions to return per SUM/AVG
-    cell; 0 computes none (see :class:`Plan`).
+    cell; 0 computes none (see :class:`Plan`). Without a native top-n aggregate
+    (``capabilities.top_n``), contributions are ranked over per-unit partials.
 
     Raises:
         ValueError: ``depth`` is negative, or a grouping set names a key that is not in
@@ -111,8 +116,9 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     sets = _distinct_sets(shape)
-    source = _Source.CELLS if sets and depth else _Source.ROWS
-    if not info.one_row_per_unit:
+    ranked = depth > 0 and capabilities.top_n is TopN.WINDOW and _summed(shape)
+    source = _Source.CELLS if sets and depth and capabilities.list_merge else _Source.ROWS
+    if not info.one_row_per_unit or ranked:
         source = _Source.UNITS
     projections: list[exp.Expr] = []
     key_slots = []
@@ -137,19 +143,22 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
         value = _aggregate(aggregate) if source is _Source.ROWS else _from_partials(aggregate)
         projections.append(exp.alias_(value, f"__value_{i}", quoted=True))
 
-    top_slots, magnitude_slots = _contributions(shape, source, depth, projections)
+    top_slots, magnitude_slots = _contributions(shape, source, depth, projections, ranked)
 
     grouping_slot = None
     if sets:
         grouping_slot = len(projections)
         # the per-unit partials carry the grouping id of their set; otherwise the
         # outer GROUP BY GROUPING SETS computes it
-        projections.append(_column(_GID) if source is _Source.UNITS else _grouping_id(shape))
+        projections.append(_column(_GID) if source is _Source.UNITS else _grouping_id(shape, capabilities))
 
     table: exp.Expr = exp.to_table(shape.table, quoted=True)
     condition = _where(shape.predicates)
     if source is not _Source.ROWS:
-        table = _partials(shape, source, sets, depth, condition).subquery("__cells")
+        partials = _partials(shape, source, sets, depth, condition, capabilities)
+        if ranked:
+            partials = _ranked(shape, partials, bool(sets))
+        table = partials.subquery("__cells")
         condition = None
     query = exp.select(*projections).from_(table)
     if condition is not None:
@@ -179,8 +188,42 @@ def rewrite(shape: QueryShape, info: TableInfo, depth: int = 0) -> Plan:
     )
 
 
+def _summed(shape: QueryShape) -> list[str]:
+    """The columns some SUM/AVG of ``shape`` reads, each once, sorted."""
+    return sorted(
+        {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
+    )
+
+
+def _ranked(shape: QueryShape, partials: exp.Select, with_sets: bool) -> exp.Select:
+    """The per-unit partials with, per summed column, each unit's rank by |x_u| inside
+    its cell (1 = largest; units without a value last): row_number() breaks ties, so
+    equal contributions each keep a rank, as in a top-n list."""
+    partition = ([_column(_GID)] if with_sets else []) + [_column(k) for k in shape.group_by]
+    ranks: list[exp.Expr] = []
+    for column in _summed(shape):
+        order = exp.Ordered(this=exp.Abs(this=_column(f"__s_{column}")), desc=True, nulls_first=False)
+        window = exp.Window(
+            this=exp.RowNumber(),
+            partition_by=[p.copy() for p in partition] or None,
+            order=exp.Order(expressions=[order]),
+        )
+        ranks.append(exp.alias_(window, f"__r_{column}", quoted=True))
+    return exp.select(exp.Star(), *ranks).from_(partials.subquery("__partials"))
+
+
+def _ranked_top(column: str, depth: int) -> exp.Expr:
+    """[x_1, ..., x_depth] from the ranks: NULL where a cell has fewer units."""
+    magnitude = exp.Abs(this=_column(f"__s_{column}"))
+    entries: list[exp.Expr] = []
+    for rank in range(1, depth + 1):
+        hit = exp.EQ(this=_column(f"__r_{column}"), expression=exp.Literal.number(rank))
+        entries.append(exp.Max(this=exp.If(this=hit, true=magnitude.copy())))
+    return exp.Array(expressions=entries)
+
+
 def _contributions(
-    shape: QueryShape, source: _Source, depth: int, projections: list[exp.Expr]
+    shape: QueryShape, source: _Source, depth: int, projections: list[exp.Expr], ranked: bool = False
 ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
     """Append, per SUM/AVG column, the top-``depth`` magnitudes and their total;
     return their slots per aggregate. Aggregates over one column share them."""
@@ -200,6 +243,9 @@ def _contributions(
             total: exp.Expr
             if source is _Source.CELLS:  # merge the detail cells' lists and totals
                 top, total = _merged_top(f"__t_{column}", depth), exp.Sum(this=_column(f"__m_{column}"))
+            elif ranked:
+                top = _ranked_top(column, depth)
+                total = exp.Sum(this=exp.Abs(this=_column(f"__s_{column}")))
             else:
                 # per unit, a contribution is the unit's sum inside the cell (its partial);
                 # with one row per unit it is the row's value
@@ -228,8 +274,10 @@ def _merged_top(column: str, depth: int) -> exp.Expr:
     return exp.Anonymous(this="list_slice", expressions=[ordered, *bounds])
 
 
-def _grouping_id(shape: QueryShape) -> exp.Expr:
-    keys = [_column(k) for k in shape.group_by]
+def _grouping_id(shape: QueryShape, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> exp.Expr:
+    keys: list[exp.Expr] = [_column(k) for k in shape.group_by]
+    if capabilities.grouping_id:
+        return exp.alias_(exp.Anonymous(this="grouping_id", expressions=keys), _GID, quoted=True)
     return exp.alias_(exp.Grouping(expressions=keys), _GID, quoted=True)
 
 
@@ -259,6 +307,7 @@ def _partials(
     sets: tuple[tuple[str, ...], ...],
     depth: int,
     condition: exp.Expr | None,
+    capabilities: Capabilities = DUCKDB_CAPABILITIES,
 ) -> exp.Select:
     """The inner query: per row, a row count and per column its non-NULL count and sum.
 
@@ -270,7 +319,7 @@ def _partials(
     summed = {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
     projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
     if sets and source is _Source.UNITS:
-        projections.append(_grouping_id(shape))
+        projections.append(_grouping_id(shape, capabilities))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
     for column in columns:
         projections.append(exp.alias_(exp.Count(this=_column(column)), f"__n_{column}", quoted=True))

@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from sqlglot import ErrorLevel
 
 from guard import Guard
+from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, KeyedHash, TopN
 from guard.cells import Cell, CellGrid, cells_from_result
 from guard.query.analyze import analyze
 from guard.query.parse import parse
@@ -103,10 +105,18 @@ def _shape(data: Data, sql: str) -> QueryShape:
     return analyze(select, table, data.guard.backend.table_info(table.name).types, policy.limits)
 
 
-def _run(data: Data, sql: str, depth: int) -> tuple[QueryShape, Plan, CellGrid]:
+#: DuckDB as an engine without a top-n aggregate or list functions (PostgreSQL's and
+#: Spark's query template, run where a brute-force check is at hand)
+RANKED = Capabilities(dialect="duckdb", top_n=TopN.WINDOW, list_merge=False, keyed_hash=KeyedHash.VARIADIC)
+CAPABILITIES = {"native": DUCKDB_CAPABILITIES, "ranked": RANKED}
+
+
+def _run(
+    data: Data, sql: str, depth: int, capabilities: Capabilities = DUCKDB_CAPABILITIES
+) -> tuple[QueryShape, Plan, CellGrid]:
     shape = _shape(data, sql)
     info = data.guard.backend.table_info(shape.table)
-    plan = rewrite(shape, info, depth=depth)
+    plan = rewrite(shape, info, depth=depth, capabilities=capabilities)
     grid = cells_from_result(shape, plan, data.guard.backend.execute(plan.query), info)
     return shape, plan, grid
 
@@ -167,8 +177,8 @@ def _same(got: Any, expected: Any) -> bool:
     return math.isclose(float(got), float(expected), rel_tol=1e-9, abs_tol=1e-9)
 
 
-def _check(data: Data, sql: str, depth: int) -> CellGrid:
-    shape, _, grid = _run(data, sql, depth)
+def _check(data: Data, sql: str, depth: int, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> CellGrid:
+    shape, _, grid = _run(data, sql, depth, capabilities)
     expected = _expected(data, shape, depth)
     got = dict(zip(zip(grid.keys, grid.rolled_up, strict=True), grid.cells, strict=True))
     assert len(got) == len(grid.keys), "a cell came back twice"
@@ -203,11 +213,28 @@ QUERIES = [
 ]
 
 
+@pytest.mark.parametrize("template", list(CAPABILITIES))
 @pytest.mark.parametrize("depth", [0, 3])
 @pytest.mark.parametrize("table", ["flat", "panel"])
 @pytest.mark.parametrize("sql", QUERIES, ids=[q[:60] for q in QUERIES])
-def test_cells_match_brute_force(data: Data, sql: str, table: str, depth: int) -> None:
-    _check(data, sql.format(t=table), depth)
+def test_cells_match_brute_force(data: Data, sql: str, table: str, depth: int, template: str) -> None:
+    _check(data, sql.format(t=table), depth, CAPABILITIES[template])
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "spark"])
+@pytest.mark.parametrize("table", ["flat", "panel"])
+@pytest.mark.parametrize("sql", QUERIES, ids=[q[:60] for q in QUERIES])
+def test_ranked_template_renders_in_each_dialect_without_approximation(
+    data: Data, sql: str, table: str, dialect: str
+) -> None:
+    capabilities = dataclasses.replace(RANKED, dialect=dialect, grouping_id=dialect == "spark")
+    shape = _shape(data, sql.format(t=table))
+    plan = rewrite(shape, data.guard.backend.table_info(table), depth=3, capabilities=capabilities)
+    text = plan.query.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)
+    assert "ROW_NUMBER() OVER" in text.upper() or not any(
+        a.func is not AggFunc.COUNT for a in shape.aggregates
+    )
+    assert "MAX(" not in text.upper().replace("MAX(CASE", "").replace("MAX(IF(", "")
 
 
 def test_totals_count_each_person_once(data: Data) -> None:
