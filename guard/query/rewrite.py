@@ -116,7 +116,7 @@ def rewrite(
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     sets = _distinct_sets(shape)
-    ranked = depth > 0 and capabilities.top_n is TopN.WINDOW and _summed(shape)
+    ranked = depth > 0 and capabilities.top_n is TopN.WINDOW and bool(_summed(shape))
     source = _Source.CELLS if sets and depth and capabilities.list_merge else _Source.ROWS
     if not info.one_row_per_unit or ranked:
         source = _Source.UNITS
