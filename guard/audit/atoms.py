@@ -152,6 +152,12 @@ class AtomPartition:
     def unit_counts(self) -> Ids:
         return self._units[: self._atom_count].copy()
 
+    def units_of_rows(self, rows: RowIds) -> int:
+        """Distinct privacy units among ``rows`` (e.g. a union of atoms)."""
+        if self._one_row_per_unit:
+            return int(np.asarray(rows).size)
+        return int(np.unique(self._unit_of_row[np.asarray(rows, dtype=np.int64)]).size)
+
     def nbytes(self) -> int:
         """Memory held by the partition: O(rows + atoms), independent of the number of queries."""
         per_row = (self._unit_of_row, self._rows_by_unit, self._atom_of_row, self._order, self._position)

@@ -196,7 +196,7 @@ class HistoryAudit:
         def small(view: AtomView) -> bool:
             return finest.units(np.asarray(view.rows, dtype=np.int64)) < k
 
-        if auditor.would_disclose(ids, 0, small):
+        if auditor.would_disclose(ids, 0, small, unions=small):
             return "span"
         if self._settings.tolerance is not None:
             bounds = _bounds(table, space)

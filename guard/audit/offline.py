@@ -16,10 +16,13 @@ Two kinds of group are recorded, each once (by its row set):
   its total stays known, but it is no longer an atom;
 - every released cell of fewer than k units (released directly, even if no atom is).
 
-Not found: a small group that is a union of several atoms none of which is derivable
-(e.g. a small complement, total minus a large cell, once other queries have cut it).
-Finding every derivable small union is a minimum-weight codeword search; the atoms'
-view is the Audit Expert's.
+- every union of two atoms of fewer than k units whose total became derivable while
+  neither atom's is (e.g. SUM(male EE) + SUM(male CS) - SUM(male, class <= 1979) = two
+  students); with one row per unit and k <= 3 that covers every group under k.
+
+Not found: a small group that is a union of three or more atoms none of which is
+derivable (possible when k > 3, or when a unit's rows lie in several atoms). Finding
+every derivable small union is a minimum-weight codeword search.
 
 The derivation named is one of possibly several (the one the auditor's basis gives),
 and only releases that added information are named: a later repeat of a released
@@ -273,10 +276,23 @@ class OfflineAudit:
             views[view.atom] = np.sort(np.asarray(view.rows, dtype=np.int64))
             return True
 
+        unions: list[RowIds] = []
+
+        def small_union(view: AtomView) -> bool:
+            # a union of two atoms is a group worth naming only under k units (the
+            # queries themselves are such unions); its rows come sorted
+            if view.units < self.k:
+                unions.append(view.rows)
+                return True
+            return False
+
         found = []
-        for atom in auditor.would_disclose(rows, k=0, sensitive=every_atom):
+        disclosed = auditor.would_disclose(rows, k=0, sensitive=every_atom, unions=small_union)
+        union_rows = iter(unions)
+        for atom in disclosed:
             refs = {*(t for t in atom.queries if isinstance(t, CellRef)), tag}
-            found += self._record(table, space, views[atom.atom], atom.units, refs, tag.seq)
+            group = views[atom.atom] if atom.atom >= 0 else next(union_rows)
+            found += self._record(table, space, group, atom.units, refs, tag.seq)
         return found
 
     def _record(

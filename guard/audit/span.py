@@ -80,6 +80,8 @@ class AtomDisclosure:
     rows: int
     units: int
     queries: tuple[Hashable, ...]
+    #: for a union of two atoms (``atom`` is then -1): both atoms, else ()
+    atoms: tuple[int, ...] = ()
 
 
 #: extra test of a derivable atom: True means its total must stay hidden whatever its size
@@ -144,6 +146,7 @@ class SpanAuditor:
         self._uncovered: int | None = 0  # the atom no released query touches (column 0)
         self._version = 0
         self._cache: tuple[tuple[int, ...], _Step] | None = None  # the last step, by cheap key
+        self._index: dict[int, list[int]] | None = None  # built on the first pair search
 
     @property
     def partition(self) -> AtomPartition:
@@ -173,10 +176,20 @@ class SpanAuditor:
         return self._step(query_set).growth is None
 
     def would_disclose(
-        self, query_set: QuerySet, k: int, sensitive: SensitivePredicate | None = None
+        self,
+        query_set: QuerySet,
+        k: int,
+        sensitive: SensitivePredicate | None = None,
+        *,
+        unions: SensitivePredicate | None = None,
     ) -> list[AtomDisclosure]:
         """Atoms whose total releasing ``query_set`` would newly make derivable, among those with
         fewer than ``k`` privacy units or for which ``sensitive`` says True. Changes nothing.
+
+        Unions of two atoms that would newly become derivable (while neither atom is) are
+        reported too when they have fewer than ``k`` units or ``unions`` says True for
+        them (an AtomView with atom -1). With one row per unit and k <= 3 every group of
+        fewer than k rows is an atom or a union of two, so the search is then complete.
 
         Empty when the query is implied. ``sensitive`` must not read hidden values unless the
         policy accepts that its refusals then leak. ValueError for row ids outside the table.
@@ -185,13 +198,27 @@ class SpanAuditor:
         if step.growth is None:
             return []
         found = []
-        for position in self._newly_derivable(step.growth):
-            atom = self._basis.atoms[position] if position < self.rank else step.growth.new_atom
+        growth = step.growth
+        v: Residues | None = None
+        for position in self._newly_derivable(growth):
+            atom = self._basis.atoms[position] if position < self.rank else growth.new_atom
             rows, units = self._tentative_atom(step.cut, atom)
             if units < k or (sensitive is not None and sensitive(AtomView(atom, rows, units))):
-                v = self._basis.combine(step.in_query)
-                queries = self._released.tags(self._basis.bordered_row(position, step.growth.border, v))
+                v = self._basis.combine(step.in_query) if v is None else v
+                queries = self._released.tags(self._basis.bordered_row(position, growth.border, v))
                 found.append(AtomDisclosure(atom, int(rows.size), units, queries))
+        for pair, positions in self._new_pairs(step, growth):
+            parts = [self._tentative_atom(step.cut, atom)[0] for atom in pair]
+            rows = np.sort(np.concatenate(parts))
+            units = self._partition.units_of_rows(rows)
+            if units < k or (unions is not None and unions(AtomView(-1, rows, units))):
+                v = self._basis.combine(step.in_query) if v is None else v
+                combined = sum(
+                    (self._basis.bordered_row(int(j), growth.border, v) for j in positions),
+                    start=np.zeros(self.rank, dtype=np.int64),
+                )
+                queries = self._released.tags(combined % self._p)
+                found.append(AtomDisclosure(-1, int(rows.size), units, queries, atoms=pair))
         return found
 
     def release(self, query_set: QuerySet, tag: Hashable = None) -> bool:
@@ -352,6 +379,108 @@ class SpanAuditor:
         fresh[growth.changed] = True
         return np.flatnonzero(~growth.y.any(axis=1) & fresh)
 
+    def _new_pairs(self, step: _Step, growth: _Growth) -> list[tuple[tuple[int, int], tuple[int, ...]]]:
+        """Pairs of atoms whose union is derivable after ``step`` but not before, with the
+        basis positions among them.
+
+        A 0/1 combination x of atoms lies in the row span iff x_B M^-1 A_N = x_N, i.e.
+        (w.h.p. over the secret weights) iff sum_{j in x, basis} y_j = sum_{a in x, not
+        basis} weight_a in every copy. Two non-basis atoms never qualify (their weights
+        are independent and random), so a pair holds a basis atom j and either another,
+        j' with y_j + y_j' = 0, or a non-basis atom a with weight_a = y_j: r hash lookups.
+        """
+        p = self._p
+        r = self.rank
+        cut = step.cut
+        y = growth.y
+        atoms_after = [*self._basis.atoms, growth.new_atom]
+        weight_after = {int(a): w for a, w in zip(cut.children, growth.weight_in, strict=True)}
+        weight_after.update({int(a): w for a, w in zip(cut.split, growth.weight_out, strict=True)})
+        changed = set(weight_after) | {growth.new_atom}
+        # non-basis atoms whose weight the step changes or creates, looked up beside the index
+        fresh: dict[int, list[int]] = {}
+        for atom, weight in weight_after.items():
+            if atom != growth.new_atom and (atom >= self._basis_pos.size or self._basis_pos[atom] < 0):
+                fresh.setdefault(int(weight[0]), []).append(atom)
+        index = self._nonbasis_index()
+        pairs: list[tuple[tuple[int, int], tuple[int, ...]]] = []
+        for j in range(r + 1):
+            key = int(y[j, 0])
+            if key == 0:
+                continue
+            # the index's entries for atoms the step changes are stale: those are in fresh
+            for atom in index.get(key, ()):
+                if atom not in changed and np.array_equal(y[j], self._atom_weight[atom]):
+                    pairs.append(((atoms_after[j], atom), (j,)))
+            for atom in fresh.get(key, ()):
+                if np.array_equal(y[j], weight_after[atom]):
+                    pairs.append(((atoms_after[j], atom), (j,)))
+        values = y[:, 0]
+        order = np.argsort(values, kind="stable")
+        sorted_values = values[order]
+        wanted = (-values) % p
+        hits = np.searchsorted(sorted_values, wanted)
+        for nonzero in np.flatnonzero(values):
+            first = int(nonzero)
+            h = int(hits[first])
+            while h < r + 1 and sorted_values[h] == wanted[first]:
+                other = int(order[h])
+                if other > first and not ((y[first] + y[other]) % p).any():
+                    pairs.append(((atoms_after[first], atoms_after[other]), (first, other)))
+                h += 1
+        parent = {int(c): int(a) for a, c in zip(cut.split, cut.children, strict=True)}
+        return [(pair, positions) for pair, positions in pairs if not self._pair_known(pair, parent)]
+
+    def _pair_known(self, pair: tuple[int, int], parent: dict[int, int]) -> bool:
+        """The pair's union was derivable before the step. ``parent``: cut part -> the
+        atom it was cut from (which keeps its id for the outside part)."""
+        first, second = pair
+        rejoined = parent.get(first) == second or parent.get(second) == first
+        if rejoined:  # the two parts of one cut atom: the old atom itself
+            position = int(self._basis_pos[min(pair)])
+            return position >= 0 and not self._basis.y[position].any()
+        if set(pair) & (set(parent) | set(parent.values())):
+            return False  # a cut part's rows are no union of earlier atoms
+        total = np.zeros(self._atom_weight.shape[1], dtype=np.int64)
+        for atom in pair:
+            position = int(self._basis_pos[atom])
+            total += self._basis.y[position] if position >= 0 else -self._atom_weight[atom]
+        return not (total % self._p).any()
+
+    def _nonbasis_index(self) -> dict[int, list[int]]:
+        """First-copy weight -> the non-basis atoms with it (kept up to date by _commit)."""
+        if self._index is None:
+            self._index = {}
+            count = self._partition.atom_count
+            for atom in np.flatnonzero(self._basis_pos[:count] < 0):
+                self._index.setdefault(int(self._atom_weight[atom, 0]), []).append(int(atom))
+        return self._index
+
+    def _update_index(self, cut: Refinement, growth: _Growth) -> None:
+        """The step's changes to the non-basis atoms: cut ones get new weights, the inside
+        parts join, and the atom entering the basis leaves."""
+        weights = weight_of(cut, growth)
+        for atom in cut.split:
+            if self._basis_pos[atom] < 0:
+                self._reindex(int(atom), int(self._atom_weight[atom, 0]), weights[int(atom)])
+        for atom in cut.children:
+            self._reindex(int(atom), None, weights[int(atom)])
+        new = growth.new_atom
+        if new in weights:
+            self._reindex(new, weights[new], None)
+        elif self._basis_pos[new] < 0:
+            self._reindex(new, int(self._atom_weight[new, 0]), None)
+
+    def _reindex(self, atom: int, old: int | None, new: int | None) -> None:
+        if self._index is None:
+            return
+        if old is not None and atom in self._index.get(old, ()):
+            self._index[old].remove(atom)
+            if not self._index[old]:
+                del self._index[old]
+        if new is not None:
+            self._index.setdefault(new, []).append(atom)
+
     def _tentative_atom(self, cut: Refinement, atom: int) -> tuple[RowIds, int]:
         """Rows and units of ``atom`` as it would be after the cut."""
         child = np.flatnonzero(cut.children == atom)
@@ -369,6 +498,8 @@ class SpanAuditor:
     def _commit(self, step: _Step, growth: _Growth, tag: Hashable) -> None:
         cut = step.cut
         v = self._basis.combine(step.in_query)  # before the basis grows
+        if self._index is not None:
+            self._update_index(cut, growth)
         self._partition.apply(cut)
         self._reserve_atoms(self._partition.atom_count)
         self._atom_weight[cut.children] = growth.weight_in
@@ -391,3 +522,10 @@ class SpanAuditor:
         position = np.full(capacity, -1, dtype=np.int64)
         position[: self._basis_pos.size] = self._basis_pos
         self._atom_weight, self._basis_pos = weight, position
+
+
+def weight_of(cut: Refinement, growth: _Growth) -> dict[int, int]:
+    """First-copy weight of each atom the step cuts or creates."""
+    weights = {int(a): int(w[0]) for a, w in zip(cut.children, growth.weight_in, strict=True)}
+    weights.update({int(a): int(w[0]) for a, w in zip(cut.split, growth.weight_out, strict=True)})
+    return weights

@@ -210,11 +210,6 @@ def test_student_attacks_succeed_without_the_audit(
         assert any(group <= target for group in found), found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the span audit checks atoms only: here no atom is determined, but the union of two "
-    "one-student atoms (Evans, Good: the men enrolled in 1981) is; see the report of issue 5",
-)
 @pytest.mark.parametrize("policy", list(AUDITED))
 def test_a_small_group_of_two_atoms_stays_hidden(
     student_guards: Guards, students_data: Microdata, policy: str

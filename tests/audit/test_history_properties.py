@@ -10,7 +10,8 @@ The oracle replays the same cells in the same order (answer rows, then columns),
 ``RationalSpan`` over ROW ids per space (``sum(m)``; ``count`` for COUNT(*) and
 COUNT(m): a separate state over the same rows). A cell is safe iff, once it is added,
 no row-level atom of fewer than k rows (rows with the same membership in every released
-set, the candidate's included) is newly in the span. Query sets come from DuckDB over
+set, the candidate's included), nor any union of two atoms of fewer than k rows, is
+newly in the span. Query sets come from DuckDB over
 the CSV, never from the guard. Cells with an empty query set are not audited and not
 compared.
 """
@@ -133,13 +134,19 @@ class Oracle:
             return True  # implied: nothing new
         trial = self.span.copy()
         trial.add(rows)
-        small = [a for a in trial.atoms() if len(a) < self.k]
-        return not any(trial.contains(a) and not self.span.contains(a) for a in small)
+        return not any(trial.contains(g) and not self.span.contains(g) for g in self._small_groups(trial))
+
+    def _small_groups(self, span: RationalSpan) -> list[frozenset[int]]:
+        """Every group of fewer than k rows the span could determine: atoms, and (k <= 3,
+        one row per unit) unions of two one-row atoms."""
+        atoms = [a for a in span.atoms() if len(a) < self.k]
+        pairs = [a | b for i, a in enumerate(atoms) for b in atoms[i + 1 :] if len(a | b) < self.k]
+        return atoms + pairs
 
     def release(self, rows: frozenset[int]) -> None:
         self.span.add(rows)
-        # the guard's releases never leave a small group determined (atoms' sense)
-        assert not any(len(a) < self.k and self.span.contains(a) for a in self.span.atoms())
+        # the guard's releases never leave a small group determined
+        assert not any(self.span.contains(g) for g in self._small_groups(self.span))
 
 
 @dataclass

@@ -31,6 +31,15 @@ def newly_derivable(oracle: RationalSpan, rows: list[int]) -> set[frozenset[int]
     return trial.derivable_atoms() - oracle.derivable_atoms()
 
 
+def newly_derivable_pairs(oracle: RationalSpan, rows: list[int]) -> set[frozenset[int]]:
+    """Unions of two atoms, neither derivable, derivable once ``rows`` is released and not before."""
+    trial = oracle.copy()
+    trial.add(rows)
+    hidden = [a for a in trial.atoms() if not trial.contains(a)]
+    unions = {a | b for i, a in enumerate(hidden) for b in hidden[i + 1 :]}
+    return {u for u in unions if trial.contains(u) and not oracle.contains(u)}
+
+
 def reported_atoms(auditor: SpanAuditor, query: npt.NDArray[np.int64]) -> set[frozenset[int]]:
     """Every newly derivable atom with its rows: a predicate that flags them all sees them all."""
     seen: set[frozenset[int]] = set()
@@ -87,6 +96,7 @@ def check_stream(units: list[int], steps: list[Step], seed: int) -> int:
         assert reported_atoms(auditor, query) == fresh
         found = auditor.would_disclose(query, k=k)
         small = [a for a in fresh if len({units[r] for r in a}) < k]
+        small += [u for u in newly_derivable_pairs(oracle, rows) if len({units[r] for r in u}) < k]
         assert sorted((d.rows, d.units) for d in found) == sorted(
             (len(a), len({units[r] for r in a})) for a in small
         )
