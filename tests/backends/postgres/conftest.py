@@ -1,33 +1,21 @@
-"""A PostgreSQL test cluster for the back-end's tests, and policies pointed at it."""
+"""Policies pointed at the test cluster (``postgres_server``, in tests/backends/conftest.py)."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.backends.pg_server import DATABASE, OWNER, PostgresServer, postgres_available, start_postgres
+from tests.backends.pg_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICIES = ROOT / "policies"
 _SCHEMAS = itertools.count()
 _POLICIES = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    reason = postgres_available()
-    if reason is not None:
-        pytest.skip(reason)
-    server = start_postgres(tmp_path_factory.mktemp("postgres"))
-    # the owner may create a fresh schema per test, so tests never share snapshots
-    server.run_sql(f"GRANT CREATE ON DATABASE {DATABASE} TO {OWNER}")
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,187 @@
+"""The conformance suite every back-end runs: same policy, same questions, same answers.
+
+For each engine (DuckDB, PostgreSQL on a throw-away loopback cluster, Spark in local
+mode) and each example policy, a guard on a fresh state answers the same sequence of
+questions from two analysts, in order, and every answer must equal the DuckDB guard's:
+columns, values, flags (suppressed / withheld by the history audit) and notes, or the
+same refusal with the same message. The sequences are the seed examples (income by
+major, the Baker and Evans+Good differencing attacks, Castro's suppression pattern,
+Ms. Rich's average) plus ROLLUP / CUBE totals and rejected SQL, so cell protection,
+secondary suppression, the history audit and noise mode (with a seeded source: the
+engine computes the bounded statistics, the draws are the guard's) are all exercised
+through the engine. Then per engine: table facts equal DuckDB's, capabilities are
+declared, and generated SQL renders in the engine's dialect without approximation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from guard import Guard
+from guard.backends.base import Capabilities
+from guard.errors import GuardError
+from guard.noise.sampling import InsecureSeededSource
+from tests.backends.pg_server import PostgresServer
+from tests.backends.spark_session import backend_section as spark_section
+from tests.backends.spark_session import spark_available
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICIES = ROOT / "policies"
+ENGINES = ("duckdb", "postgres", "spark")
+
+#: per policy: (analyst, SQL) in the order asked
+SEQUENCES: dict[str, list[tuple[str, str]]] = {
+    "students": [
+        ("alice", "SELECT major, COUNT(*) AS students, SUM(income) AS income FROM students GROUP BY major"),
+        (
+            "alice",
+            "SELECT sex, major, COUNT(*) AS students, AVG(income) AS mean_income "
+            "FROM students GROUP BY sex, major",
+        ),
+        ("alice", "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Female'"),
+        ("alice", "SELECT SUM(income) AS income FROM students WHERE major = 'EE'"),
+        ("bob", "SELECT SUM(income) AS income FROM students WHERE major = 'EE' AND sex = 'Male'"),
+        ("bob", "SELECT SUM(income) FROM students WHERE sex = 'Male' AND major = 'CS'"),
+        ("alice", "SELECT SUM(income) FROM students WHERE sex = 'Male' AND class <= 1979"),
+        ("alice", "SELECT sex, major, SUM(income) FROM students GROUP BY ROLLUP (sex, major)"),
+        ("bob", "SELECT class, COUNT(*) FROM students WHERE class >= 1980 GROUP BY CUBE (class)"),
+        ("bob", "SELECT major, AVG(income) FROM students WHERE sex <> 'Female' GROUP BY major ORDER BY 2"),
+        ("alice", "SELECT * FROM students"),
+        ("alice", "SELECT SUM(income) FROM students WHERE name = 'Baker'"),
+    ],
+    "castro": [
+        (
+            "alice",
+            "SELECT municipality, profession, SUM(salary) AS salary FROM castro "
+            "GROUP BY municipality, profession",
+        ),
+        ("alice", "SELECT municipality, SUM(salary) AS salary FROM castro GROUP BY municipality"),
+        (
+            "bob",
+            "SELECT municipality, profession, SUM(salary) FROM castro "
+            "GROUP BY ROLLUP (municipality, profession)",
+        ),
+        ("bob", "SELECT profession, AVG(salary), COUNT(*) FROM castro GROUP BY CUBE (profession)"),
+        ("alice", "SELECT SUM(salary) FROM castro WHERE municipality IN ('M1', 'M2') AND profession <> 'P1'"),
+    ],
+    "hospital": [
+        (
+            "alice",
+            "SELECT town, COUNT(*) AS patients, AVG(income) AS mean_income FROM hospital GROUP BY town",
+        ),
+        ("alice", "SELECT AVG(income) AS mean_income FROM hospital WHERE town = 'Enfield'"),
+        ("bob", "SELECT town, COUNT(*) AS patients FROM hospital GROUP BY town"),
+        ("bob", "SELECT SUM(income) FROM hospital WHERE town <> 'Enfield'"),
+    ],
+    "hospital-dp": [
+        (
+            "alice",
+            "SELECT town, COUNT(*) AS patients, AVG(income) AS mean_income FROM hospital GROUP BY town",
+        ),
+        ("alice", "SELECT AVG(income) AS mean_income FROM hospital WHERE town = 'Enfield'"),
+        ("bob", "SELECT town, SUM(income) FROM hospital GROUP BY ROLLUP (town)"),
+        ("bob", "SELECT COUNT(*) FROM hospital WHERE town IN ('Enfield', 'Barnet')"),
+    ],
+}
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The policy's ``backend:`` section for one engine (skipped where it cannot run)."""
+    name = str(request.param)
+    if name == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        return server.backend_section("conformance")
+    if name == "spark":
+        reason = spark_available()
+        if reason is not None:
+            pytest.skip(reason)
+        return spark_section()
+    return {"engine": "duckdb"}
+
+
+def _policy(source: str, folder: Path, backend: dict[str, Any]) -> Path:
+    """policies/SOURCE.yaml with absolute source paths and the given back-end."""
+    document = yaml.safe_load((POLICIES / f"{source}.yaml").read_text())
+    for table in document["tables"].values():
+        kind, path = next(iter(table["source"].items()))
+        table["source"][kind] = str((POLICIES / path).resolve())
+    document["backend"] = backend
+    document.pop("state", None)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{source}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def _answers(policy: Path, state: Path, sequence: list[tuple[str, str]]) -> list[Any]:
+    """Every answer of ``sequence`` in order, as comparable values; a seeded noise source."""
+    answers: list[Any] = []
+    with Guard.open(policy, state=state, rng=InsecureSeededSource(20261121)) as guard:
+        for analyst, sql in sequence:
+            try:
+                result = guard.query(sql, analyst=analyst)
+            except GuardError as error:
+                answers.append((type(error).__name__, error.message))
+                continue
+            answers.append(result.to_dict())
+    return answers
+
+
+_reference: dict[str, list[Any]] = {}
+
+
+def _duckdb_answers(source: str, folder: Path) -> list[Any]:
+    if source not in _reference:
+        policy = _policy(source, folder / "reference", {"engine": "duckdb"})
+        _reference[source] = _answers(policy, folder / "reference-state", SEQUENCES[source])
+    return _reference[source]
+
+
+@pytest.fixture(scope="session")
+def reference_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield tmp_path_factory.mktemp("conformance-reference")
+
+
+@pytest.mark.parametrize("source", list(SEQUENCES))
+def test_same_protected_answers_as_duckdb(
+    engine: dict[str, Any], source: str, tmp_path: Path, reference_folder: Path
+) -> None:
+    expected = _duckdb_answers(source, reference_folder)
+    policy = _policy(source, tmp_path, engine)
+    got = _answers(policy, tmp_path / "state", SEQUENCES[source])
+    for i, (want, have) in enumerate(zip(expected, got, strict=True)):
+        analyst, sql = SEQUENCES[source][i]
+        assert have == want, f"{engine['engine']}: {source} question {i} ({analyst}): {sql}"
+
+
+def test_the_sequences_exercise_every_protection(reference_folder: Path) -> None:
+    """The reference answers hold suppressed cells, history-audit refusals and
+    withholdings, rejected SQL and noisy answers: conformance covers each."""
+    answers = [a for source in SEQUENCES for a in _duckdb_answers(source, reference_folder)]
+    flags = {f for a in answers if isinstance(a, dict) for row in a["flags"] for f in row}
+    errors = {a[0] for a in answers if isinstance(a, tuple)}
+    notes = " ".join(n for a in answers if isinstance(a, dict) for n in a["notes"])
+    assert {"suppressed", "noised"} <= flags, flags
+    assert {"QueryRejected", "QueryRefused"} <= errors, errors
+    assert "history audit" in notes or any("history audit" in a[1] for a in answers if isinstance(a, tuple))
+
+
+@pytest.mark.parametrize("source", ["students", "castro", "hospital"])
+def test_table_facts_equal_duckdb(engine: dict[str, Any], source: str, tmp_path: Path) -> None:
+    reference = _policy(source, tmp_path / "duck", {"engine": "duckdb"})
+    policy = _policy(source, tmp_path / "engine", engine)
+    with (
+        Guard.open(reference, state=tmp_path / "s1") as duck,
+        Guard.open(policy, state=tmp_path / "s2") as other,
+    ):
+        for table in duck.policy.tables:
+            assert other.backend.table_info(table.name) == duck.backend.table_info(table.name)
+        capabilities = other.backend.capabilities
+        assert isinstance(capabilities, Capabilities)
+        assert capabilities.dialect in {"duckdb", "postgres", "spark"}
