@@ -100,6 +100,10 @@ def solve_csp(model: CspModel, time_limit: float) -> OptimalOutcome | None:
     free = np.array([i for i in range(n) if i not in fixed_one and i not in model.kept], dtype=int)
 
     q = len(blocks)
+    if q == 0:
+        # no cell needs a protection interval (e.g. a sensitive cell whose measure is all
+        # NULL has level 0): withholding the fixed cells is the whole, optimal pattern
+        return OptimalOutcome(frozenset(fixed_one), proven=True, deviations={})
     eq = sparse.hstack([sparse.csr_matrix((q * m, n)), sparse.block_diag([model.matrix] * q)])
     lo = [y_lb]
     hi = [y_ub]
