@@ -124,13 +124,19 @@ class GuardCells:
         """``_uid`` of every row id 0 .. max(_rid). Row ids that were not loaded (rows
         without a privacy unit leave gaps) get units of their own: no query reads them."""
         if table not in self._units:
-            by_rid = [exp.Ordered(this=_col("_rid"))]
-            lists = [exp.ArrayAgg(this=exp.Order(this=_col(c), expressions=by_rid)) for c in ("_rid", "_uid")]
-            query = exp.select(*lists).from_(exp.to_table(table, quoted=True))
-            [(rids, uids)] = self._backend.execute(query).rows
+            source = exp.to_table(table, quoted=True)
+            if self._backend.capabilities.ordered_aggregates:  # two lists: far fewer objects
+                by_rid = [exp.Ordered(this=_col("_rid"))]
+                lists = [
+                    exp.ArrayAgg(this=exp.Order(this=_col(c), expressions=by_rid)) for c in ("_rid", "_uid")
+                ]
+                [(rids, uids)] = self._backend.execute(exp.select(*lists).from_(source)).rows
+            else:
+                pairs = self._backend.execute(exp.select(_col("_rid"), _col("_uid")).from_(source)).rows
+                rids, uids = [p[0] for p in pairs], [p[1] for p in pairs]
             rid = np.asarray(rids or [], dtype=np.int64)
             uid = np.asarray(uids or [], dtype=np.int64)
-            size = int(rid[-1]) + 1 if rid.size else 0
+            size = int(rid.max()) + 1 if rid.size else 0
             units = np.arange(size, dtype=np.int64) + (int(uid.max()) + 1 if uid.size else 0)
             units[rid] = uid
             self._units[table] = units

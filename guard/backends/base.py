@@ -51,6 +51,9 @@ class Capabilities:
     list_merge: bool = False
     #: the deterministic hash used to pick a unit's kept cells in noise mode
     keyed_hash: KeyedHash = KeyedHash.VARIADIC
+    #: ARRAY_AGG(x ORDER BY y) keeps the order (Spark's collect_list has no ORDER BY,
+    #: and sqlglot drops it silently, so the flag must say so)
+    ordered_aggregates: bool = True
     #: the bitmask of rolled-up keys is spelled grouping_id(k1, ..., kn) (Spark, whose
     #: grouping() takes one key), not GROUPING(k1, ..., kn); same bit order
     grouping_id: bool = False

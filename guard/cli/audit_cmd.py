@@ -22,6 +22,7 @@ from guard.audit.chart import chart_svg
 from guard.audit.logsource import LogEntry, entries_from_store, read_log
 from guard.audit.offline import AuditResult, EntryOutcome, audit_log
 from guard.audit.report import group_text, to_html, to_json, to_markdown
+from guard.cli.options import BACKEND
 from guard.cli.options import guarded as _guarded
 from guard.cli.options import stderr as _stderr
 from guard.cli.options import stdout as _stdout
@@ -49,6 +50,7 @@ DISCLOSED = 3
     default=None,
     help="Folder of the guard's own store (log, snapshot); overrides the policy's.",
 )
+@BACKEND
 @click.option(
     "--log",
     "log_file",
@@ -79,6 +81,7 @@ DISCLOSED = 3
 def audit(
     policy: Path,
     state: Path | None,
+    backend: str | None,
     log_file: Path | None,
     out_dir: Path | None,
     fmt: str,
@@ -89,7 +92,7 @@ def audit(
     each group of fewer than k respondents whose total (or count) can be derived, its size,
     the answers that combine to it and the analysts who received them. Never prints a
     protected value. Exits 3 when something was disclosed."""
-    with Guard.open(policy, state=state) as guard:
+    with Guard.open(policy, state=state, backend=backend) as guard:
         entries = read_log(log_file) if log_file else entries_from_store(guard.store.log())
         label = str(log_file) if log_file else f"the guard's log in {guard.policy.state_dir}"
         result = _replay(
