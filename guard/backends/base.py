@@ -54,9 +54,10 @@ class Capabilities:
     #: ARRAY_AGG(x ORDER BY y) keeps the order (Spark's collect_list has no ORDER BY,
     #: and sqlglot drops it silently, so the flag must say so)
     ordered_aggregates: bool = True
-    #: the bitmask of rolled-up keys is spelled grouping_id(k1, ..., kn) (Spark, whose
-    #: grouping() takes one key), not GROUPING(k1, ..., kn); same bit order
-    grouping_id: bool = False
+    #: GROUPING() takes one key only (Spark; its grouping_id() must name every GROUP BY
+    #: key, _uid included): the bitmask is spelled sum_i GROUPING(k_i) * 2^(n-1-i),
+    #: the same bits as GROUPING(k1, ..., kn)
+    single_key_grouping: bool = False
 
 
 #: DuckDB's capabilities; also what query generation assumes when given none

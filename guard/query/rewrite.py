@@ -218,7 +218,8 @@ def _ranked_top(column: str, depth: int) -> exp.Expr:
     entries: list[exp.Expr] = []
     for rank in range(1, depth + 1):
         hit = exp.EQ(this=_column(f"__r_{column}"), expression=exp.Literal.number(rank))
-        entries.append(exp.Max(this=exp.If(this=hit, true=magnitude.copy())))
+        # an explicit ELSE NULL: Spark's if() takes three arguments
+        entries.append(exp.Max(this=exp.If(this=hit, true=magnitude.copy(), false=exp.null())))
     return exp.Array(expressions=entries)
 
 
@@ -276,9 +277,13 @@ def _merged_top(column: str, depth: int) -> exp.Expr:
 
 def _grouping_id(shape: QueryShape, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> exp.Expr:
     keys: list[exp.Expr] = [_column(k) for k in shape.group_by]
-    if capabilities.grouping_id:
-        return exp.alias_(exp.Anonymous(this="grouping_id", expressions=keys), _GID, quoted=True)
-    return exp.alias_(exp.Grouping(expressions=keys), _GID, quoted=True)
+    if not capabilities.single_key_grouping or len(keys) < 2:
+        return exp.alias_(exp.Grouping(expressions=keys), _GID, quoted=True)
+    bits = [exp.Grouping(expressions=[key]) * (1 << (len(keys) - 1 - i)) for i, key in enumerate(keys)]
+    total: exp.Expr = bits[0]
+    for bit in bits[1:]:
+        total = exp.Add(this=total, expression=bit)
+    return exp.alias_(exp.Paren(this=total), _GID, quoted=True)
 
 
 def _distinct_sets(shape: QueryShape) -> tuple[tuple[str, ...], ...]:

@@ -227,7 +227,7 @@ def test_cells_match_brute_force(data: Data, sql: str, table: str, depth: int, t
 def test_ranked_template_renders_in_each_dialect_without_approximation(
     data: Data, sql: str, table: str, dialect: str
 ) -> None:
-    capabilities = dataclasses.replace(RANKED, dialect=dialect, grouping_id=dialect == "spark")
+    capabilities = dataclasses.replace(RANKED, dialect=dialect, single_key_grouping=dialect == "spark")
     shape = _shape(data, sql.format(t=table))
     plan = rewrite(shape, data.guard.backend.table_info(table), depth=3, capabilities=capabilities)
     text = plan.query.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)

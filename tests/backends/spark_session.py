@@ -1,0 +1,53 @@
+"""Spark for the back-end tests: whether it can run here, and the policy's section.
+
+Spark starts one JVM per test process (several seconds); every SparkBackend in the run
+then reuses it through ``SparkSession.builder.getOrCreate()``, in a session of its own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["MASTER", "backend_section", "policy_copy", "spark_available"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: two cores at most: the test machines are shared
+MASTER = "local[2]"
+
+
+def spark_available() -> str | None:
+    """None when a local Spark can start here, else why not (a skip reason)."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed: pip install 'statguard[spark]'"
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home) / "bin" / "java" if java_home else None
+    if not (java and java.is_file()) and shutil.which("java") is None:
+        return "Java is not installed (Spark needs Java 17+): apt-get install default-jre-headless"
+    return None
+
+
+def backend_section(master: str = MASTER) -> dict[str, str]:
+    """The policy's ``backend:`` mapping for a local Spark."""
+    return {"engine": "spark", "master": master}
+
+
+def policy_copy(name: str, folder: Path, backend: dict[str, Any] | None = None) -> Path:
+    """A copy of ``policies/<name>.yaml`` in ``folder`` with absolute source paths and a
+    ``backend:`` section (a local Spark unless given)."""
+    document = yaml.safe_load((ROOT / "policies" / f"{name}.yaml").read_text())
+    for table in document["tables"].values():
+        for kind in ("csv", "parquet", "duckdb"):
+            if kind in table["source"]:
+                table["source"][kind] = str((ROOT / "policies" / table["source"][kind]).resolve())
+    document["backend"] = backend if backend is not None else backend_section()
+    document.pop("state", None)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
