@@ -87,6 +87,19 @@ class TableInfo:
     #: fingerprint of the source data and the table's declaration
     data_version: str = ""
 
+    @classmethod
+    def from_document(cls, name: str, data: Mapping[str, Any]) -> TableInfo:
+        """The facts as a snapshot's ``_guard_tables`` keeps them (a JSON document)."""
+        return cls(
+            name=name,
+            types=data["types"],
+            rows=data["rows"],
+            units=data["units"],
+            units_with_value=data["units_with_value"],
+            one_row_per_unit=data["one_row_per_unit"],
+            data_version=data["data_version"],
+        )
+
     def population(self, column: str | None) -> int:
         """N for the complement rule: units in the table (with a value in ``column``)."""
         if column is None:

@@ -81,16 +81,7 @@ class DuckDBBackend(Backend):
         rows = self._connection.execute("SELECT name, info FROM _guard_tables").fetchall()
         infos = {}
         for name, info in rows:
-            data = json.loads(info)
-            infos[name.lower()] = TableInfo(
-                name=name,
-                types=data["types"],
-                rows=data["rows"],
-                units=data["units"],
-                units_with_value=data["units_with_value"],
-                one_row_per_unit=data["one_row_per_unit"],
-                data_version=data["data_version"],
-            )
+            infos[name.lower()] = TableInfo.from_document(name, json.loads(info))
         return infos
 
     def table_info(self, table: str) -> TableInfo:

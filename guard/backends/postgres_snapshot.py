@@ -382,15 +382,7 @@ def _duckdb_infos(path: Path) -> dict[str, TableInfo]:
 
 
 def _info(name: str, data: dict[str, Any]) -> TableInfo:
-    return TableInfo(
-        name=name,
-        types=data["types"],
-        rows=data["rows"],
-        units=data["units"],
-        units_with_value=data["units_with_value"],
-        one_row_per_unit=data["one_row_per_unit"],
-        data_version=data["data_version"],
-    )
+    return TableInfo.from_document(name, data)
 
 
 @contextlib.contextmanager

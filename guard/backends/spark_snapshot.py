@@ -140,16 +140,7 @@ def export_files(policy: Policy, tables: tuple[Table, ...], folder: Path) -> lis
 def _duckdb_infos(con: duckdb.DuckDBPyConnection) -> dict[str, TableInfo]:
     infos = {}
     for name, text in con.execute("SELECT name, info FROM _guard_tables").fetchall():
-        data = json.loads(text)
-        infos[name.lower()] = TableInfo(
-            name=name,
-            types=data["types"],
-            rows=data["rows"],
-            units=data["units"],
-            units_with_value=data["units_with_value"],
-            one_row_per_unit=data["one_row_per_unit"],
-            data_version=data["data_version"],
-        )
+        infos[name.lower()] = TableInfo.from_document(name, json.loads(text))
     return infos
 
 
