@@ -1,0 +1,1 @@
+"""Performance harnesses, run by hand (not tests): ``python -m benchmarks --help``."""
