@@ -78,6 +78,14 @@ def available_engines() -> str:
     return ",".join(engines)
 
 
+def as_markdown(report: str) -> str:
+    """A harness's stdout as Markdown: plain-text reports (bench_suppression's) go in a fence."""
+    text = report.strip("\n")
+    if text.lstrip().startswith(("#", "|")):
+        return text
+    return f"```\n{text}\n```"
+
+
 def run_all(args: argparse.Namespace) -> int:
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     out: Path = args.out or HERE / ".data" / f"results-{date}{'-quick' if args.quick else ''}.md"
@@ -104,7 +112,9 @@ def run_all(args: argparse.Namespace) -> int:
         status = "ok" if done.returncode == 0 else f"exit status {done.returncode}"
         if done.returncode:
             failed.append(part.name)
-        sections.append(f"## {part.name}\n\n`{shown}` ({seconds:.0f} s, {status})\n\n{done.stdout.strip()}\n")
+        sections.append(
+            f"## {part.name}\n\n`{shown}` ({seconds:.0f} s, {status})\n\n{as_markdown(done.stdout)}\n"
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(sections))  # as it goes: a late failure keeps the early parts
     print(f"results written to {out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""), file=sys.stderr)
