@@ -22,7 +22,7 @@ from guard.audit.chart import chart_svg
 from guard.audit.logsource import LogEntry, entries_from_store, read_log
 from guard.audit.offline import AuditResult, EntryOutcome, audit_log
 from guard.audit.report import group_text, to_html, to_json, to_markdown
-from guard.cli.options import BACKEND
+from guard.cli.options import BACKEND, POLICY, STATE
 from guard.cli.options import guarded as _guarded
 from guard.cli.options import stderr as _stderr
 from guard.cli.options import stdout as _stdout
@@ -36,20 +36,8 @@ DISCLOSED = 3
 
 
 @click.command("audit")
-@click.option(
-    "--policy",
-    "policy",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Policy file (policies/*.yaml): the data to replay against, and k.",
-)
-@click.option(
-    "--state",
-    "state",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Folder of the guard's own store (log, snapshot); overrides the policy's.",
-)
+@POLICY
+@STATE
 @BACKEND
 @click.option(
     "--log",

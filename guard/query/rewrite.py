@@ -321,7 +321,7 @@ def _partials(
     per SUM/AVG column its top-``depth`` list and Σ|x| when ``depth`` > 0.
     """
     columns = sorted({a.column for a in shape.aggregates if a.column is not None})
-    summed = {a.column for a in shape.aggregates if a.func is not AggFunc.COUNT and a.column is not None}
+    summed = set(_summed(shape))
     projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
     if sets and source is _Source.UNITS:
         projections.append(_grouping_id(shape, capabilities))
