@@ -12,11 +12,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tests.backends import policy_copies as copies
 
 __all__ = ["MASTER", "backend_section", "policy_copy", "spark_available"]
 
-ROOT = Path(__file__).resolve().parents[2]
 #: two cores at most: the test machines are shared
 MASTER = "local[2]"
 
@@ -38,16 +37,5 @@ def backend_section(master: str = MASTER) -> dict[str, str]:
 
 
 def policy_copy(name: str, folder: Path, backend: dict[str, Any] | None = None) -> Path:
-    """A copy of ``policies/<name>.yaml`` in ``folder`` with absolute source paths and a
-    ``backend:`` section (a local Spark unless given)."""
-    document = yaml.safe_load((ROOT / "policies" / f"{name}.yaml").read_text())
-    for table in document["tables"].values():
-        for kind in ("csv", "parquet", "duckdb"):
-            if kind in table["source"]:
-                table["source"][kind] = str((ROOT / "policies" / table["source"][kind]).resolve())
-    document["backend"] = backend if backend is not None else backend_section()
-    document.pop("state", None)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    """A copy of ``policies/<name>.yaml`` in ``folder`` on a local Spark unless ``backend``."""
+    return copies.policy_copy(name, folder, backend if backend is not None else backend_section())

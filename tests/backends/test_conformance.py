@@ -20,18 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from guard import Guard
 from guard.backends.base import Capabilities
 from guard.errors import GuardError
 from guard.noise.sampling import InsecureSeededSource
 from tests.backends.pg_server import PostgresServer
+from tests.backends.policy_copies import policy_copy
 from tests.backends.spark_session import backend_section as spark_section
 from tests.backends.spark_session import spark_available
 
-ROOT = Path(__file__).resolve().parents[2]
-POLICIES = ROOT / "policies"
 ENGINES = ("duckdb", "postgres", "spark")
 
 #: per policy: (analyst, SQL) in the order asked
@@ -106,17 +104,7 @@ def engine(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def _policy(source: str, folder: Path, backend: dict[str, Any]) -> Path:
-    """policies/SOURCE.yaml with absolute source paths and the given back-end."""
-    document = yaml.safe_load((POLICIES / f"{source}.yaml").read_text())
-    for table in document["tables"].values():
-        kind, path = next(iter(table["source"].items()))
-        table["source"][kind] = str((POLICIES / path).resolve())
-    document["backend"] = backend
-    document.pop("state", None)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{source}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    return policy_copy(source, folder, backend)
 
 
 def _answers(policy: Path, state: Path, sequence: list[tuple[str, str]]) -> list[Any]:

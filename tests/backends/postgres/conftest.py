@@ -8,41 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.backends.pg_server import PostgresServer
+from tests.backends.policy_copies import policy_copy
 
-ROOT = Path(__file__).resolve().parents[3]
-POLICIES = ROOT / "policies"
 _SCHEMAS = itertools.count()
-_POLICIES = itertools.count()
 
 
 @pytest.fixture
 def schema(postgres_server: PostgresServer) -> str:
     """A schema name no other test uses (created by the guard's owner role on open)."""
     return f"guard_{next(_SCHEMAS)}"
-
-
-def write_policy(
-    source: str,
-    target: Path,
-    backend: dict[str, str],
-    change: Callable[[dict[str, Any]], None] | None = None,
-) -> Path:
-    """policies/SOURCE.yaml with absolute source paths, the given backend, and ``change``."""
-    document = yaml.safe_load((POLICIES / f"{source}.yaml").read_text())
-    for table in document["tables"].values():
-        kind, path = next(iter(table["source"].items()))
-        if kind != "table":
-            table["source"][kind] = str((POLICIES / path).resolve())
-    document["backend"] = backend
-    if change is not None:
-        change(document)
-    target.mkdir(parents=True, exist_ok=True)
-    path = target / f"{source}-{next(_POLICIES)}.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
 
 
 @pytest.fixture
@@ -55,6 +31,6 @@ def pg_policy(tmp_path: Path, postgres_server: PostgresServer, schema: str) -> C
         # a backend option given as None is left out
         merged = {**postgres_server.backend_section(schema), **backend}
         section = {key: value for key, value in merged.items() if value is not None}
-        return write_policy(source, tmp_path / "policies", section, change)
+        return policy_copy(source, tmp_path / "policies", section, change)
 
     return _write
