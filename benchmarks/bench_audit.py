@@ -120,6 +120,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--progress", type=int, default=500, help="print a progress line (stderr) every N queries"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / ".data")
     args = parser.parse_args()
 
@@ -156,6 +159,15 @@ def main() -> None:
                 outcomes["withheld some" if withheld else "answered"] += 1
             total_ms.append((time.perf_counter() - began) * 1000)
             audit_ms.append(sets.last + screen.last)
+            if n % args.progress == 0:
+                recent = audit_ms[-args.progress :]
+                print(
+                    f"  {n:,} queries, {time.perf_counter() - started:,.0f} s; last "
+                    f"{args.progress}: audit p50 {statistics.median(recent):.2f} ms, "
+                    f"request p50 {statistics.median(total_ms[-args.progress :]):.2f} ms",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if n in checkpoints:
                 window = audit_ms[window_start:]
                 requests = total_ms[window_start:]
@@ -166,7 +178,8 @@ def main() -> None:
                     f"{window_start + 1:>6}-{n:<6} {statistics.median(window):>10.2f} "
                     f"{percentile(window, 95):>8.2f} {max(window):>8.2f} "
                     f"{statistics.median(requests):>12.2f} "
-                    f"{percentile(requests, 95):>8.2f} {rank:>6} {memory:>9.1f}"
+                    f"{percentile(requests, 95):>8.2f} {rank:>6} {memory:>9.1f}",
+                    flush=True,
                 )
                 window_start = n
         print("outcomes:", ", ".join(f"{k} {v}" for k, v in outcomes.items()))

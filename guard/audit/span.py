@@ -55,6 +55,9 @@ __all__ = ["AtomDisclosure", "AtomView", "SensitivePredicate", "SpanAuditor"]
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
 
+# Moved basis positions compared one by one against every y in the pair search; more are
+# searched in one sorted copy of y.
+_DIRECT_SEARCHES = 16
 # Atoms inside the query tried one by one before the batched search (each costs r lookups).
 _QUICK_TRIES = 4
 
@@ -387,47 +390,57 @@ class SpanAuditor:
         (w.h.p. over the secret weights) iff sum_{j in x, basis} y_j = sum_{a in x, not
         basis} weight_a in every copy. Two non-basis atoms never qualify (their weights
         are independent and random), so a pair holds a basis atom j and either another,
-        j' with y_j + y_j' = 0, or a non-basis atom a with weight_a = y_j: r hash lookups.
+        j' with y_j + y_j' = 0, or a non-basis atom a with weight_a = y_j.
+
+        That test reads only y and the weights, so a pair none of whose parts the step
+        moves (a basis position with the same atom and y, a non-basis atom with the same
+        weight) is derivable after iff before: only pairs with a moved part are searched,
+        which keeps the search O(moved parts) lookups, not O(r), per decision.
         """
         p = self._p
         r = self.rank
         cut = step.cut
         y = growth.y
+        keys = y[:, 0]
         atoms_after = [*self._basis.atoms, growth.new_atom]
         weight_after = {int(a): w for a, w in zip(cut.children, growth.weight_in, strict=True)}
         weight_after.update({int(a): w for a, w in zip(cut.split, growth.weight_out, strict=True)})
         changed = set(weight_after) | {growth.new_atom}
-        # non-basis atoms whose weight the step changes or creates, looked up beside the index
+        moved = np.zeros(r + 1, dtype=bool)
+        moved[r] = True
+        moved[growth.changed] = True
+        moved[:r] |= (y[:r] != self._basis.y).any(axis=1)
+        # a y_j of 0 is a single derivable atom (reported as such), never half of a pair
+        moved_positions = [int(j) for j in np.flatnonzero(moved & (keys != 0))]
+        pairs: list[tuple[tuple[int, int], tuple[int, ...]]] = []
+        # (moved basis position, unchanged non-basis atom): the index's entries for atoms
+        # the step changes are stale, and those are searched from the fresh side below
+        index = self._nonbasis_index()
+        for j in moved_positions:
+            for atom in index.get(int(keys[j]), ()):
+                if atom not in changed and np.array_equal(y[j], self._atom_weight[atom]):
+                    pairs.append(((atoms_after[j], atom), (j,)))
+        # (any basis position, non-basis atom whose weight the step changes or creates)
         fresh: dict[int, list[int]] = {}
         for atom, weight in weight_after.items():
             if atom != growth.new_atom and (atom >= self._basis_pos.size or self._basis_pos[atom] < 0):
                 fresh.setdefault(int(weight[0]), []).append(atom)
-        index = self._nonbasis_index()
-        pairs: list[tuple[tuple[int, int], tuple[int, ...]]] = []
-        for j in range(r + 1):
-            key = int(y[j, 0])
-            if key == 0:
-                continue
-            # the index's entries for atoms the step changes are stale: those are in fresh
-            for atom in index.get(key, ()):
-                if atom not in changed and np.array_equal(y[j], self._atom_weight[atom]):
-                    pairs.append(((atoms_after[j], atom), (j,)))
-            for atom in fresh.get(key, ()):
-                if np.array_equal(y[j], weight_after[atom]):
-                    pairs.append(((atoms_after[j], atom), (j,)))
-        values = y[:, 0]
-        order = np.argsort(values, kind="stable")
-        sorted_values = values[order]
-        wanted = (-values) % p
-        hits = np.searchsorted(sorted_values, wanted)
-        for nonzero in np.flatnonzero(values):
-            first = int(nonzero)
-            h = int(hits[first])
-            while h < r + 1 and sorted_values[h] == wanted[first]:
-                other = int(order[h])
-                if other > first and not ((y[first] + y[other]) % p).any():
-                    pairs.append(((atoms_after[first], atoms_after[other]), (first, other)))
-                h += 1
+        if fresh:
+            candidates = np.flatnonzero(np.isin(keys, np.fromiter(fresh, dtype=np.int64)))
+            for j in (int(c) for c in candidates):
+                for atom in fresh[int(keys[j])]:
+                    if np.array_equal(y[j], weight_after[atom]):
+                        pairs.append(((atoms_after[j], atom), (j,)))
+        # (moved basis position, any other basis position) with y_j + y_j' = 0
+        searched: set[tuple[int, int]] = set()
+        for first, others in _opposite_keys(keys, moved_positions, p):
+            for other in others:
+                positions = (min(first, other), max(first, other))
+                if positions in searched:
+                    continue
+                searched.add(positions)
+                if not ((y[first] + y[other]) % p).any():
+                    pairs.append(((atoms_after[positions[0]], atoms_after[positions[1]]), positions))
         parent = {int(c): int(a) for a, c in zip(cut.split, cut.children, strict=True)}
         return [(pair, positions) for pair, positions in pairs if not self._pair_known(pair, parent)]
 
@@ -522,6 +535,22 @@ class SpanAuditor:
         position = np.full(capacity, -1, dtype=np.int64)
         position[: self._basis_pos.size] = self._basis_pos
         self._atom_weight, self._basis_pos = weight, position
+
+
+def _opposite_keys(keys: Residues, positions: list[int], p: int) -> list[tuple[int, list[int]]]:
+    """Per position j of ``positions``: the positions j' with keys[j'] = -keys[j] mod p
+    (only those with any). A few positions compare against every key; many (a dense
+    update) search one sorted copy, O(r log r) instead of O(r) each."""
+    wanted = (-keys[positions]) % p
+    if len(positions) <= _DIRECT_SEARCHES:
+        hits = ((j, np.flatnonzero(keys == w)) for j, w in zip(positions, wanted, strict=True))
+    else:
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        low = np.searchsorted(ordered, wanted, side="left")
+        high = np.searchsorted(ordered, wanted, side="right")
+        hits = ((positions[i], order[low[i] : high[i]]) for i in np.flatnonzero(high > low).tolist())
+    return [(j, [int(o) for o in others]) for j, others in hits if len(others)]
 
 
 def weight_of(cut: Refinement, growth: _Growth) -> dict[int, int]:
