@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from guard.audit import modular
 from guard.audit.modular import (
     PRIME_BITS,
     SUM_CHUNK,
@@ -80,3 +81,17 @@ def test_inverse_mod() -> None:
     assert inverse_mod(3, 7) == 5
     with pytest.raises(ValueError, match="zero has no inverse"):
         inverse_mod(14, 7)
+
+
+def test_add_outer_mod_in_blocks_on_a_strided_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the basis updates the r x r corner of a larger buffer, a few rows at a time
+    monkeypatch.setattr(modular, "_OUTER_BLOCK", 7)
+    rng = np.random.default_rng(5)
+    buffer = rng.integers(0, PRIME, size=(24, 30), dtype=np.int64)
+    u = rng.integers(0, PRIME, size=20, dtype=np.int64)
+    v = rng.integers(0, PRIME, size=23, dtype=np.int64)
+    expected = [[(int(buffer[i, j]) + int(u[i]) * int(v[j])) % PRIME for j in range(23)] for i in range(20)]
+    untouched = buffer[20:].copy(), buffer[:, 23:].copy()
+    add_outer_mod(buffer[:20, :23], u, v, PRIME)
+    assert buffer[:20, :23].tolist() == expected
+    assert np.array_equal(buffer[20:], untouched[0]) and np.array_equal(buffer[:20, 23:], untouched[1][:20])
