@@ -95,10 +95,20 @@ def mul_mod(a: Residues | int, b: Residues | int, p: int) -> Residues:
 def add_outer_mod(matrix: Residues, u: Residues, v: Residues, p: int) -> None:
     """matrix <- (matrix + u v^T) mod p in place: the rank-one update.
 
-    Done in blocks of about ``_OUTER_BLOCK`` entries: each of the ~12 passes then works on
+    Only the rows where u != 0 and the columns where v != 0 change. A dense update is
+    done in blocks of about ``_OUTER_BLOCK`` entries: each of the ~12 passes then works on
     temporaries that stay in cache instead of allocating r x r arrays (10x faster at
     r = 5,000). The quotient's float error stays below 1/2, as in ``mul_mod``.
     """
+    touched_rows, touched_columns = np.flatnonzero(u), np.flatnonzero(v)
+    if touched_rows.size * touched_columns.size * 4 < matrix.size:
+        # u and v are usually sparse (M^-1 of 0/1 query rows): update only the entries
+        # where u v^T is nonzero, a small dense block
+        entries = np.ix_(touched_rows, touched_columns)
+        part = matrix[entries]
+        add_outer_mod(part, u[touched_rows], v[touched_columns], p)
+        matrix[entries] = part
+        return
     rows = max(1, _OUTER_BLOCK // max(1, matrix.shape[1]))
     scaled_v = v.astype(np.float64) / float(p)
     wide_v = v.astype(np.uint64)

@@ -95,3 +95,15 @@ def test_add_outer_mod_in_blocks_on_a_strided_view(monkeypatch: pytest.MonkeyPat
     add_outer_mod(buffer[:20, :23], u, v, PRIME)
     assert buffer[:20, :23].tolist() == expected
     assert np.array_equal(buffer[20:], untouched[0]) and np.array_equal(buffer[:20, 23:], untouched[1][:20])
+
+
+def test_add_outer_mod_with_sparse_factors_changes_only_their_block() -> None:
+    rng = np.random.default_rng(8)
+    matrix = rng.integers(0, PRIME, size=(40, 50), dtype=np.int64)
+    u = np.zeros(40, dtype=np.int64)
+    v = np.zeros(50, dtype=np.int64)
+    u[[3, 17]] = [PRIME - 1, 5]
+    v[[0, 49, 20]] = [PRIME - 2, 1, 7]
+    expected = [[(int(matrix[i, j]) + int(u[i]) * int(v[j])) % PRIME for j in range(50)] for i in range(40)]
+    add_outer_mod(matrix, u, v, PRIME)
+    assert matrix.tolist() == expected
