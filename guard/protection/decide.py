@@ -373,18 +373,26 @@ def _component(
     cells: Mapping[Key, Cell], current: Mapping[Key, Cell], relations: Sequence[Relation]
 ) -> dict[Key, Cell]:
     """The cells linked to the answer's cells through relations."""
-    neighbours: dict[Key, set[Key]] = {}
-    for relation in relations:
-        group = (relation.total, *relation.members)
-        for k in group:
-            neighbours.setdefault(k, set()).update(group)
+    # cell -> the relations it is in, walked relation by relation: linear in the
+    # relations' sizes (cell-to-cell neighbour sets would be quadratic in a total's
+    # members, 64M set insertions for an 8,000-cell answer with its grand total)
+    relations_of: dict[Key, list[int]] = {}
+    for index, relation in enumerate(relations):
+        for k in (relation.total, *relation.members):
+            relations_of.setdefault(k, []).append(index)
     seen = set(current)
     stack = list(current)
+    walked: set[int] = set()
     while stack:
-        for other in neighbours.get(stack.pop(), ()):
-            if other not in seen:
-                seen.add(other)
-                stack.append(other)
+        for index in relations_of.get(stack.pop(), ()):
+            if index in walked:
+                continue
+            walked.add(index)
+            relation = relations[index]
+            for other in (relation.total, *relation.members):
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
     return {k: cells[k] for k in cells if k in seen}
 
 
