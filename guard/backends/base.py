@@ -22,6 +22,12 @@ class TopN(Enum):
     #: rank the per-unit contributions with row_number() over the cell, then keep rank
     #: <= n with one MAX(CASE ...) per rank (standard SQL: PostgreSQL, Spark)
     WINDOW = "window"
+    #: two passes: the cell query also takes per cell a lower bound of the n-th
+    #: largest contribution (the smallest of n bucket MAXima), then the contributions
+    #: are joined with it and only those reaching it ranked as in WINDOW; over the
+    #: table's rows when each unit has one row (no per-unit GROUP BY, no sort of all
+    #: of them). Standard SQL: PostgreSQL, Spark (guard/query/topn.py)
+    MAX_JOIN = "max_join"
 
 
 class KeyedHash(Enum):

@@ -11,10 +11,12 @@ with a grouping id telling which keys a row rolls up.
 Everything is computed by the engine in one query. How the largest contributions are
 found depends on the engine's declared capabilities (never on its name): with a native
 top-n aggregate (DuckDB's ``max(x, n)``) and list functions, one pass with no window
-function; otherwise the per-unit partials are ranked with ``row_number()`` over the cell
-and the first n ranks kept (standard SQL: PostgreSQL, Spark). The query is built as a
-sqlglot tree, never by pasting the analyst's text, and is generated in the engine's own
-dialect.
+function; otherwise, in standard SQL (PostgreSQL, Spark), either every per-unit
+partial is ranked with ``row_number()`` over the cell and the first n ranks kept, or a
+per-cell bound taken with MAX in the cell query itself leaves a few candidates to rank
+(over the table's rows themselves when each unit has one row; see
+:mod:`guard.query.topn`). The query is built as a sqlglot tree, never by pasting the
+analyst's text, and is generated in the engine's own dialect.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from enum import Enum
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, TableInfo, TopN
+from guard.query.analyze import NUMERIC_TYPES
 from guard.query.shape import AggFunc, Aggregate, Predicate, PredOp, QueryShape
+from guard.query.topn import Top, bound, max_join, per_set, ranked, ranked_top
 
 __all__ = ["Plan", "rewrite"]
 
@@ -107,7 +111,9 @@ def rewrite(
 
     ``depth`` (>= 0) is how many of the largest contributions to return per SUM/AVG
     cell; 0 computes none (see :class:`Plan`). Without a native top-n aggregate
-    (``capabilities.top_n``), contributions are ranked over per-unit partials.
+    (``capabilities.top_n``), contributions are ranked over per-unit partials (WINDOW),
+    or bounded per cell and the candidates ranked (MAX_JOIN), over the rows with one
+    row per unit and no grouping sets, otherwise over the per-unit partials.
 
     Raises:
         ValueError: ``depth`` is negative, or a grouping set names a key that is not in
@@ -116,9 +122,17 @@ def rewrite(
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     sets = _distinct_sets(shape)
-    ranked = depth > 0 and capabilities.top_n is TopN.WINDOW and bool(_summed(shape))
+    summed = bool(_summed(shape))
+    top_n = capabilities.top_n
+    if top_n is TopN.MAX_JOIN and not info.one_row_per_unit and not _exact_sums(shape, info):
+        # its second pass sums each unit's rows again and compares the sum with a bound
+        # taken from the first pass: floating-point sums may differ in the last bit
+        # between two evaluations (the engine's summation order), and a unit at the
+        # bound would be lost. WINDOW ranks the sums of one evaluation.
+        top_n = TopN.WINDOW
+    windowed = depth > 0 and top_n is TopN.WINDOW and summed
     source = _Source.CELLS if sets and depth and capabilities.list_merge else _Source.ROWS
-    if not info.one_row_per_unit or ranked:
+    if not info.one_row_per_unit or windowed:
         source = _Source.UNITS
     projections: list[exp.Expr] = []
     key_slots = []
@@ -143,7 +157,7 @@ def rewrite(
         value = _aggregate(aggregate) if source is _Source.ROWS else _from_partials(aggregate)
         projections.append(exp.alias_(value, f"__value_{i}", quoted=True))
 
-    top_slots, magnitude_slots = _contributions(shape, source, depth, projections, ranked)
+    top_slots, magnitude_slots, bounded = _contributions(shape, source, depth, projections, top_n)
 
     grouping_slot = None
     if sets:
@@ -154,12 +168,30 @@ def rewrite(
 
     table: exp.Expr = exp.to_table(shape.table, quoted=True)
     condition = _where(shape.predicates)
+    # MAX_JOIN's contributions, read again by its second pass
+    contributions: exp.Query | None = None
+    shared: list[tuple[str, exp.Query]] = []
     if source is not _Source.ROWS:
-        partials = _partials(shape, source, sets, depth, condition, capabilities)
-        if ranked:
-            partials = _ranked(shape, partials, bool(sets))
+        partials = _partials(shape, source, sets, depth, condition, capabilities, unit=bool(bounded))
+        if windowed:
+            cell = ([_GID] if sets else []) + list(shape.group_by)
+            partials = ranked(partials, cell, [f"__s_{c}" for c in _summed(shape)])
         table = partials.subquery("__cells")
+        if bounded:
+            # both passes read the partials: a CTE read twice, which PostgreSQL computes
+            # once (Spark computes it for each)
+            shared.append(("__units", partials))
+            table = exp.to_table("__units").as_("__cells")
+            contributions = exp.select(exp.Star()).from_("__units")
         condition = None
+    elif bounded:  # one row per unit: the rows are the contributions
+        rows = exp.select(*(_column(c) for c in (*shape.group_by, *_summed(shape)))).from_(table)
+        if condition is not None:
+            rows = rows.where(condition)
+        contributions = rows
+        if sets:  # a contribution to one cell of each set
+            listed = [(s, _set_id(shape, s)) for s in sets]
+            contributions = per_set(rows, shape.group_by, listed, _GID)
     query = exp.select(*projections).from_(table)
     if condition is not None:
         query = query.where(condition)
@@ -171,9 +203,13 @@ def rewrite(
             query = query.group_by(_column(_GID), *keys)
         else:
             query = query.group_by(_grouping_sets(sets))
+    if bounded and contributions is not None:
+        key_types = {k: info.types.get(k.lower()) for k in shape.group_by}
+        query = max_join(query, contributions, key_types, bounded, depth, _GID if sets else None, shared)
+    if shape.group_by:
         # rows leave the engine in group-key order (public values only): the engine's own
         # order is arbitrary, and sorting here is far cheaper than in Python
-        order = [exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]
+        order = [exp.Ordered(this=_column(k), nulls_first=False) for k in shape.group_by]
         if sets:  # a total and a NULL key value of the same detail cell
             order.append(exp.Ordered(this=_column(_GID)))
         query = query.order_by(*order)
@@ -188,6 +224,12 @@ def rewrite(
     )
 
 
+def _exact_sums(shape: QueryShape, info: TableInfo) -> bool:
+    """Every SUM/AVG column has an exact sum in the engine (integers, decimals)."""
+    types = [(info.types.get(c.lower()) or "").upper() for c in _summed(shape)]
+    return all(t.split("(")[0] in NUMERIC_TYPES and t not in ("FLOAT", "DOUBLE") for t in types)
+
+
 def _summed(shape: QueryShape) -> list[str]:
     """The columns some SUM/AVG of ``shape`` reads, each once, sorted."""
     return sorted(
@@ -195,40 +237,14 @@ def _summed(shape: QueryShape) -> list[str]:
     )
 
 
-def _ranked(shape: QueryShape, partials: exp.Select, with_sets: bool) -> exp.Select:
-    """The per-unit partials with, per summed column, each unit's rank by |x_u| inside
-    its cell (1 = largest; units without a value last): row_number() breaks ties, so
-    equal contributions each keep a rank, as in a top-n list."""
-    partition = ([_column(_GID)] if with_sets else []) + [_column(k) for k in shape.group_by]
-    ranks: list[exp.Expr] = []
-    for column in _summed(shape):
-        order = exp.Ordered(this=exp.Abs(this=_column(f"__s_{column}")), desc=True, nulls_first=False)
-        window = exp.Window(
-            this=exp.RowNumber(),
-            partition_by=[p.copy() for p in partition] or None,
-            order=exp.Order(expressions=[order]),
-        )
-        ranks.append(exp.alias_(window, f"__r_{column}", quoted=True))
-    return exp.select(exp.Star(), *ranks).from_(partials.subquery("__partials"))
-
-
-def _ranked_top(column: str, depth: int) -> exp.Expr:
-    """[x_1, ..., x_depth] from the ranks: NULL where a cell has fewer units."""
-    magnitude = exp.Abs(this=_column(f"__s_{column}"))
-    entries: list[exp.Expr] = []
-    for rank in range(1, depth + 1):
-        hit = exp.EQ(this=_column(f"__r_{column}"), expression=exp.Literal.number(rank))
-        # an explicit ELSE NULL: Spark's if() takes three arguments
-        entries.append(exp.Max(this=exp.If(this=hit, true=magnitude.copy(), false=exp.null())))
-    return exp.Array(expressions=entries)
-
-
 def _contributions(
-    shape: QueryShape, source: _Source, depth: int, projections: list[exp.Expr], ranked: bool = False
-) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
+    shape: QueryShape, source: _Source, depth: int, projections: list[exp.Expr], top_n: TopN
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], list[Top]]:
     """Append, per SUM/AVG column, the top-``depth`` magnitudes and their total;
-    return their slots per aggregate. Aggregates over one column share them."""
+    return their slots per aggregate (aggregates over one column share them), and with
+    MAX_JOIN at depth >= 2 the lists whose slot holds their bound meanwhile."""
     slots: dict[str, tuple[int, int]] = {}
+    bounded: list[Top] = []
     tops: list[int | None] = []
     magnitudes: list[int | None] = []
     for aggregate in shape.aggregates:
@@ -242,20 +258,29 @@ def _contributions(
             slots[column] = (len(projections), len(projections) + 1)
             top: exp.Expr
             total: exp.Expr
+            name = f"__top_{n}"
+            # per unit, a contribution is the unit's sum inside the cell (its partial);
+            # with one row per unit it is the row's value
+            value = f"__s_{column}" if source is _Source.UNITS else column
             if source is _Source.CELLS:  # merge the detail cells' lists and totals
                 top, total = _merged_top(f"__t_{column}", depth), exp.Sum(this=_column(f"__m_{column}"))
-            elif ranked:
-                top = _ranked_top(column, depth)
-                total = exp.Sum(this=exp.Abs(this=_column(f"__s_{column}")))
+            elif top_n is TopN.WINDOW:
+                top, total = ranked_top(value, depth), exp.Sum(this=exp.Abs(this=_column(value)))
+            elif top_n is TopN.MAX_JOIN and depth > 1:
+                # the slot holds the bound until max_join puts the list there
+                top, total = bound(value, "_uid", depth), exp.Sum(this=exp.Abs(this=_column(value)))
+                bounded.append(Top(name, f"__bound_{n}", value))
+                name = bounded[-1].bound
+            elif top_n is TopN.MAX_JOIN:  # the largest is the maximum
+                top = exp.Array(expressions=[exp.Max(this=exp.Abs(this=_column(value)))])
+                total = exp.Sum(this=exp.Abs(this=_column(value)))
             else:
-                # per unit, a contribution is the unit's sum inside the cell (its partial);
-                # with one row per unit it is the row's value
-                top, total = _top(_column(f"__s_{column}" if source is _Source.UNITS else column), depth)
-            projections.append(exp.alias_(top, f"__top_{n}", quoted=True))
+                top, total = _top(_column(value), depth)
+            projections.append(exp.alias_(top, name, quoted=True))
             projections.append(exp.alias_(total, f"__magnitude_{n}", quoted=True))
         tops.append(slots[column][0])
         magnitudes.append(slots[column][1])
-    return tuple(tops), tuple(magnitudes)
+    return tuple(tops), tuple(magnitudes), bounded
 
 
 def _top(value: exp.Expr, depth: int) -> tuple[exp.Expr, exp.Expr]:
@@ -273,6 +298,12 @@ def _merged_top(column: str, depth: int) -> exp.Expr:
     ordered = exp.Anonymous(this="list_sort", expressions=[merged, exp.Literal.string("DESC")])
     bounds = [exp.Literal.number(1), exp.Literal.number(depth)]
     return exp.Anonymous(this="list_slice", expressions=[ordered, *bounds])
+
+
+def _set_id(shape: QueryShape, keys: tuple[str, ...]) -> int:
+    """The grouping id of the cells of one grouping set (see ``Plan.grouping_slot``)."""
+    n = len(shape.group_by)
+    return sum(1 << (n - 1 - i) for i, key in enumerate(shape.group_by) if key not in keys)
 
 
 def _grouping_id(shape: QueryShape, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> exp.Expr:
@@ -313,18 +344,22 @@ def _partials(
     depth: int,
     condition: exp.Expr | None,
     capabilities: Capabilities = DUCKDB_CAPABILITIES,
+    unit: bool = False,
 ) -> exp.Select:
     """The inner query: per row, a row count and per column its non-NULL count and sum.
 
     UNITS: one row per (cell, unit); with grouping sets one per (grouping set, cell,
-    unit), with the set's grouping id. CELLS: one row per detail cell (every key), with
-    per SUM/AVG column its top-``depth`` list and Σ|x| when ``depth`` > 0.
+    unit), with the set's grouping id; with ``unit``, the unit id ``_uid`` too. CELLS:
+    one row per detail cell (every key), with per SUM/AVG column its top-``depth`` list
+    and Σ|x| when ``depth`` > 0.
     """
     columns = sorted({a.column for a in shape.aggregates if a.column is not None})
     summed = set(_summed(shape))
     projections: list[exp.Expr] = [_column(k) for k in shape.group_by]
     if sets and source is _Source.UNITS:
         projections.append(_grouping_id(shape, capabilities))
+    if unit:
+        projections.append(_column("_uid"))
     projections.append(exp.alias_(exp.Count(this=exp.Star()), "__rows", quoted=True))
     for column in columns:
         projections.append(exp.alias_(exp.Count(this=_column(column)), f"__n_{column}", quoted=True))

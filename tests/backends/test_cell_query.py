@@ -3,7 +3,8 @@
 Two tables of one policy: ``flat`` has one row per person (the engine counts rows),
 ``panel`` several rows per person (the engine sums each person's rows inside each cell
 first). Both have NULL and negative measure values, persons whose values are all NULL,
-and NULL dimension values (so a NULL key and a rolled-up key must be told apart). For
+and NULL dimension values (so a NULL key and a rolled-up key must be told apart), an
+integer key holding 0 and NULL (MAX_JOIN's join stand-in for NULL), and tied amounts. For
 every query, with and without grouping sets, at contribution depth 0 and 3, each cell's
 value, unit counts, top contributions and magnitude must equal what pandas computes from
 the definition, and the rows must come in key order (NULLS LAST), then grouping id.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +35,7 @@ from guard.query.rewrite import Plan, rewrite
 from guard.query.shape import AggFunc, QueryShape
 from guard.query.validate import validate
 
-DIMENSIONS = ("region", "sector", "year")
+DIMENSIONS = ("region", "sector", "year", "zone")
 
 
 def _people(rng: np.random.Generator, persons: int, max_rows: int) -> pd.DataFrame:
@@ -50,6 +52,7 @@ def _people(rng: np.random.Generator, persons: int, max_rows: int) -> pd.DataFra
                     "region": region,
                     "sector": rng.choice(["a", "b", "c"]),
                     "year": 2020 + r,
+                    "zone": (0, 1, None)[p % 3],  # 0 is MAX_JOIN's stand-in for a NULL key
                     "amount": None if silent or rng.random() < 0.2 else int(rng.integers(-40, 150)),
                     "score": None if rng.random() < 0.1 else round(float(rng.normal(10, 5)), 2),
                 }
@@ -57,6 +60,11 @@ def _people(rng: np.random.Generator, persons: int, max_rows: int) -> pd.DataFra
     frame = pd.DataFrame(rows)
     frame["region"] = frame["region"].where(frame["region"] != "", None)
     frame["amount"] = frame["amount"].astype("Int64")
+    frame["zone"] = frame["zone"].astype("Int64")
+    # equal contributions, so top lists hold ties
+    person = frame["pid"].str[1:].astype(int)
+    for modulo, value in ((3, 149), (5, 120)):
+        frame.loc[(person % 7 == modulo) & frame["amount"].notna(), "amount"] = value
     return frame
 
 
@@ -108,7 +116,9 @@ def _shape(data: Data, sql: str) -> QueryShape:
 #: DuckDB as an engine without a top-n aggregate or list functions (PostgreSQL's and
 #: Spark's query template, run where a brute-force check is at hand)
 RANKED = Capabilities(dialect="duckdb", top_n=TopN.WINDOW, list_merge=False, keyed_hash=KeyedHash.VARIADIC)
-CAPABILITIES = {"native": DUCKDB_CAPABILITIES, "ranked": RANKED}
+#: the same engine with PostgreSQL's and Spark's other template (MAX and joins)
+MAX_JOIN = dataclasses.replace(RANKED, top_n=TopN.MAX_JOIN)
+CAPABILITIES = {"native": DUCKDB_CAPABILITIES, "ranked": RANKED, "maxjoin": MAX_JOIN}
 
 
 def _run(
@@ -166,7 +176,7 @@ def _expected(data: Data, shape: QueryShape, depth: int) -> dict[tuple[Any, ...]
 
 
 def _plain(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     return value.item() if isinstance(value, np.generic) else value
 
@@ -210,6 +220,10 @@ QUERIES = [
     f"SELECT {AGGREGATES} FROM {{t}} GROUP BY GROUPING SETS ((region), (sector, year), ())",
     f"SELECT {AGGREGATES} FROM {{t}} WHERE year >= 2021 GROUP BY sector, ROLLUP (region)",
     "SELECT sector, SUM(amount), COUNT(*) FROM {t} WHERE region IN ('N', 'S') GROUP BY CUBE (sector, year)",
+    # integer sums only (MAX_JOIN ranks the per-unit partials of floating-point sums as
+    # WINDOW does), an integer key with 0 and NULL
+    "SELECT zone, region, COUNT(*), SUM(amount), AVG(amount) FROM {t} GROUP BY ROLLUP (zone, region)",
+    "SELECT zone, SUM(amount) FROM {t} WHERE year >= 2021 GROUP BY zone",
 ]
 
 
@@ -221,20 +235,79 @@ def test_cells_match_brute_force(data: Data, sql: str, table: str, depth: int, t
     _check(data, sql.format(t=table), depth, CAPABILITIES[template])
 
 
+@pytest.mark.parametrize("template", ["ranked", "maxjoin"])
 @pytest.mark.parametrize("dialect", ["postgres", "spark"])
 @pytest.mark.parametrize("table", ["flat", "panel"])
 @pytest.mark.parametrize("sql", QUERIES, ids=[q[:60] for q in QUERIES])
 def test_ranked_template_renders_in_each_dialect_without_approximation(
-    data: Data, sql: str, table: str, dialect: str
+    data: Data, sql: str, table: str, dialect: str, template: str
 ) -> None:
-    capabilities = dataclasses.replace(RANKED, dialect=dialect, single_key_grouping=dialect == "spark")
-    shape = _shape(data, sql.format(t=table))
-    plan = rewrite(shape, data.guard.backend.table_info(table), depth=3, capabilities=capabilities)
-    text = plan.query.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE)
-    assert "ROW_NUMBER() OVER" in text.upper() or not any(
-        a.func is not AggFunc.COUNT for a in shape.aggregates
+    capabilities = dataclasses.replace(
+        CAPABILITIES[template], dialect=dialect, single_key_grouping=dialect == "spark"
     )
-    assert "MAX(" not in text.upper().replace("MAX(CASE", "").replace("MAX(IF(", "")
+    shape = _shape(data, sql.format(t=table))
+    info = data.guard.backend.table_info(table)
+    plan = rewrite(shape, info, depth=3, capabilities=capabilities)
+    text = plan.query.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE).upper()
+    summed = any(a.func is not AggFunc.COUNT for a in shape.aggregates)
+    assert "ROW_NUMBER() OVER" in text or not summed
+    if template == "ranked":
+        assert "MAX(" not in text.replace("MAX(CASE", "").replace("MAX(IF(", "")
+        return
+    # a bound per cell, then a join (not over floating-point partial sums: see
+    # test_max_join_passes); no top-n aggregate, no NULL-safe comparison that PostgreSQL
+    # could not hash
+    if summed and not (table == "panel" and "score" in sql):
+        assert "LEAST(" in text and " JOIN " in text
+    assert re.search(r"MAX\(ABS\([^()]*\), \d+\)", text) is None
+    assert "DISTINCT FROM" not in text and "<=>" not in text
+
+
+def test_max_join_passes(data: Data) -> None:
+    """MAX_JOIN reads the rows themselves with one row per unit (no per-unit GROUP BY),
+    per-unit partials otherwise; per-unit partials of floating-point sums are ranked as
+    WINDOW ranks them (a second evaluation of a sum may differ in its last bit)."""
+
+    def sql(query: str, table: str) -> str:
+        shape = _shape(data, query.format(t=table))
+        plan = rewrite(shape, data.guard.backend.table_info(table), depth=3, capabilities=MAX_JOIN)
+        return data.guard.backend.sql(plan.query)
+
+    flat = sql("SELECT region, SUM(amount), AVG(score) FROM {t} GROUP BY ROLLUP (region)", "flat")
+    assert "_uid" in flat and '"_uid")' not in flat  # buckets by unit, never grouped by it
+    assert "UNION ALL" in flat  # the rows as contributions to a cell of each set
+    panel = sql("SELECT region, SUM(amount) FROM {t} GROUP BY region", "panel")
+    assert 'GROUP BY "region", "_uid"' in panel and "LEAST(" in panel
+    floating = sql("SELECT region, SUM(amount), AVG(score) FROM {t} GROUP BY region", "panel")
+    assert "LEAST(" not in floating and "ROW_NUMBER() OVER" in floating
+
+
+@pytest.mark.parametrize("template", ["ranked", "maxjoin"])
+@pytest.mark.parametrize("depth", [1, 2, 5])
+@pytest.mark.parametrize("table", ["flat", "panel"])
+@pytest.mark.parametrize(
+    "sql", QUERIES[1:3] + QUERIES[-2:], ids=[q[:40] for q in QUERIES[1:3] + QUERIES[-2:]]
+)
+def test_other_depths(data: Data, sql: str, table: str, depth: int, template: str) -> None:
+    """Depth 1 (MAX_JOIN: the maximum, no second pass) and depths around a bucket's
+    size: a cell with fewer units than ``depth`` has no bound."""
+    _check(data, sql.format(t=table), depth, CAPABILITIES[template])
+
+
+def test_max_join_with_key_types_unknown(data: Data) -> None:
+    """Without a key's type there is no stand-in constant for NULL: the cells are matched
+    with IS NOT DISTINCT FROM (exact, but PostgreSQL cannot hash it)."""
+    sql = "SELECT zone, region, SUM(amount), AVG(amount) FROM flat GROUP BY ROLLUP (zone, region)"
+    shape = _shape(data, sql)
+    info = data.guard.backend.table_info("flat")
+    blind = dataclasses.replace(
+        info, types={k: v for k, v in info.types.items() if k not in ("zone", "region")}
+    )
+    plans = [rewrite(shape, i, depth=3, capabilities=MAX_JOIN) for i in (info, blind)]
+    texts = [data.guard.backend.sql(p.query) for p in plans]
+    assert "IS NOT DISTINCT FROM" not in texts[0] and "IS NOT DISTINCT FROM" in texts[1]
+    grids = [cells_from_result(shape, p, data.guard.backend.execute(p.query), info) for p in plans]
+    assert grids[0] == grids[1]  # and the first is checked by test_cells_match_brute_force
 
 
 def test_totals_count_each_person_once(data: Data) -> None:
