@@ -4,6 +4,7 @@
     python -m benchmarks all [--quick] [--out FILE.md]
 
 ``backends`` times the guard against the same SQL on each engine (bench_backends.py);
+``topn`` the two top-n templates of PostgreSQL and Spark (bench_topn.py);
 ``all`` runs every harness in sequence as subprocesses and collects their reports into
 one Markdown file.
 """
@@ -48,6 +49,7 @@ PARTS = (
         # answer run secondary suppression for minutes
         ("--rows", "100000", "--repeat", "5", "--queries", QUICK_QUERIES),
     ),
+    Part("topn", ("benchmarks/bench_topn.py",), (), ("--rows", "100000", "--repeat", "3")),
     Part(
         "suppression",
         ("benchmarks/bench_suppression.py",),
@@ -102,6 +104,12 @@ def run_all(args: argparse.Namespace) -> int:
         extra = part.quick if args.quick else part.full
         if part.name == "backends":
             extra = ("--engines", args.engines or available_engines(), *extra)
+        if part.name == "topn":  # the templates of engines without a top-n aggregate
+            engines = [e for e in (args.engines or available_engines()).split(",") if e != "duckdb"]
+            if not engines:
+                print("all: skipping topn: neither PostgreSQL nor Spark is available", file=sys.stderr)
+                continue
+            extra = ("--engines", ",".join(engines), *extra)
         command = [sys.executable, *part.command, *extra]
         shown = shlex.join(["python", *command[1:]])
         print(f"== {part.name}: {shown}", file=sys.stderr, flush=True)
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     every = commands.add_parser(
         "all",
         help="every harness in sequence, reports collected into one Markdown file",
-        description="Run backends, suppression, audit and endpoint as subprocesses; collect their reports.",
+        description="Run backends, topn, suppression, audit and endpoint as subprocesses; collect reports.",
     )
     every.add_argument("--quick", action="store_true", help="small sizes: a look in a few minutes")
     every.add_argument("--out", type=Path, help="results file (default benchmarks/.data/results-<date>.md)")

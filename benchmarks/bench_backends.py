@@ -562,6 +562,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--queries", default="all", help=f"all (20), subset ({','.join(SUBSET)}), or ids: q01,q08"
     )
+    add_engine_arguments(parser)
+    parser.add_argument("--pg-raw-dsn", help="the role of the raw baseline (default: --pg-owner-dsn)")
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data, report and engine options every back-end harness shares."""
     parser.add_argument("--seed", type=int, default=20240601, help="numpy seed of the data (bench_core's)")
     parser.add_argument(
         "--data", type=Path, default=bench_core.DEFAULT_OUT, help="data folder (benchmarks/.data)"
@@ -571,7 +577,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pg-dsn", help="the guard's query role on an existing server (default: a throw-away cluster)"
     )
     parser.add_argument("--pg-owner-dsn", help="the role that builds the snapshots (with --pg-dsn)")
-    parser.add_argument("--pg-raw-dsn", help="the role of the raw baseline (default: --pg-owner-dsn)")
     parser.add_argument(
         "--pg-schema", default="statguard", help="the guard's snapshot schema (with --pg-dsn)"
     )
