@@ -46,6 +46,7 @@ class InverseBasis:
     def __init__(self, p: int, copies: int) -> None:
         self.p = p
         self.atoms: list[int] = []  # the basis atom at each position
+        self._atom_ids = np.zeros(16, dtype=np.int64)  # the same as an array, for gathers
         self._inverse = np.zeros((16, 16), dtype=np.int64)
         self._y = np.zeros((16, copies), dtype=np.int64)
 
@@ -57,8 +58,13 @@ class InverseBasis:
     def y(self) -> Residues:
         return self._y[: self.rank]
 
+    @property
+    def atom_ids(self) -> Ids:
+        """The basis atom at each position, as an array (read-only for callers)."""
+        return self._atom_ids[: self.rank]
+
     def nbytes(self) -> int:
-        return self._inverse.nbytes + self._y.nbytes
+        return self._inverse.nbytes + self._y.nbytes + self._atom_ids.nbytes
 
     def derivable(self) -> npt.NDArray[np.bool_]:
         """Per position: the basis atom's total is derivable now (y = 0 in every copy)."""
@@ -115,6 +121,7 @@ class InverseBasis:
         self._inverse[r, :r] = (-scaled_v) % p
         self._inverse[r, r] = border.s_inverse
         self._y[: r + 1] = y
+        self._atom_ids[r] = atom
         self.atoms.append(atom)
 
     def _reserve(self, needed: int) -> None:
@@ -126,4 +133,6 @@ class InverseBasis:
         inverse[:old, :old] = self._inverse
         y = np.zeros((capacity, self._y.shape[1]), dtype=np.int64)
         y[:old] = self._y
-        self._inverse, self._y = inverse, y
+        atom_ids = np.zeros(capacity, dtype=np.int64)
+        atom_ids[:old] = self._atom_ids
+        self._inverse, self._y, self._atom_ids = inverse, y, atom_ids

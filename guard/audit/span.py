@@ -366,7 +366,8 @@ class SpanAuditor:
         return self._released.column(self._partition.representative(atom))
 
     def _atoms_at(self, positions: Ids) -> Ids:
-        return np.asarray(self._basis.atoms, dtype=np.int64)[positions] if positions.size else positions
+        # the array, not the list: converting r atoms on every decision was O(r)
+        return self._basis.atom_ids[positions] if positions.size else positions
 
     def _opens_new_rows(self, cut: Refinement) -> bool:
         """The query covers rows no released query covers (so it cannot be implied)."""
