@@ -45,26 +45,27 @@ class InverseBasis:
 
     def __init__(self, p: int, copies: int) -> None:
         self.p = p
-        self.atoms: list[int] = []  # the basis atom at each position
-        self._atom_ids = np.zeros(16, dtype=np.int64)  # the same as an array, for gathers
+        self._rank = 0
+        self._atoms = np.zeros(16, dtype=np.int64)  # the basis atom at each position
         self._inverse = np.zeros((16, 16), dtype=np.int64)
         self._y = np.zeros((16, copies), dtype=np.int64)
 
     @property
     def rank(self) -> int:
-        return len(self.atoms)
+        return self._rank
 
     @property
     def y(self) -> Residues:
         return self._y[: self.rank]
 
     @property
-    def atom_ids(self) -> Ids:
-        """The basis atom at each position, as an array (read-only for callers)."""
-        return self._atom_ids[: self.rank]
+    def atoms(self) -> Ids:
+        """The basis atom at each position (read-only for callers; an array, so that
+        gathering a query's basis atoms costs O(its positions), not O(r))."""
+        return self._atoms[: self._rank]
 
     def nbytes(self) -> int:
-        return self._inverse.nbytes + self._y.nbytes + self._atom_ids.nbytes
+        return self._inverse.nbytes + self._y.nbytes + self._atoms.nbytes
 
     def derivable(self) -> npt.NDArray[np.bool_]:
         """Per position: the basis atom's total is derivable now (y = 0 in every copy)."""
@@ -121,8 +122,8 @@ class InverseBasis:
         self._inverse[r, :r] = (-scaled_v) % p
         self._inverse[r, r] = border.s_inverse
         self._y[: r + 1] = y
-        self._atom_ids[r] = atom
-        self.atoms.append(atom)
+        self._atoms[r] = atom
+        self._rank += 1
 
     def _reserve(self, needed: int) -> None:
         if needed <= self._y.shape[0]:
@@ -133,6 +134,6 @@ class InverseBasis:
         inverse[:old, :old] = self._inverse
         y = np.zeros((capacity, self._y.shape[1]), dtype=np.int64)
         y[:old] = self._y
-        atom_ids = np.zeros(capacity, dtype=np.int64)
-        atom_ids[:old] = self._atom_ids
-        self._inverse, self._y, self._atom_ids = inverse, y, atom_ids
+        atoms = np.zeros(capacity, dtype=np.int64)
+        atoms[:old] = self._atoms
+        self._inverse, self._y, self._atoms = inverse, y, atoms

@@ -204,7 +204,7 @@ class SpanAuditor:
         growth = step.growth
         v: Residues | None = None
         for position in self._newly_derivable(growth):
-            atom = self._basis.atoms[position] if position < self.rank else growth.new_atom
+            atom = int(self._basis.atoms[position]) if position < self.rank else growth.new_atom
             rows, units = self._tentative_atom(step.cut, atom)
             if units < k or (sensitive is not None and sensitive(AtomView(atom, rows, units))):
                 v = self._basis.combine(step.in_query) if v is None else v
@@ -240,7 +240,7 @@ class SpanAuditor:
         """Every atom whose total is derivable now, whatever its size (the offline audit's view)."""
         found = []
         for position in np.flatnonzero(self._basis.derivable()):
-            atom = self._basis.atoms[position]
+            atom = int(self._basis.atoms[position])
             queries = self._released.tags(self._basis.inverse_row(int(position)))
             found.append(
                 AtomDisclosure(atom, self._partition.size(atom), self._partition.units(atom), queries)
@@ -366,8 +366,7 @@ class SpanAuditor:
         return self._released.column(self._partition.representative(atom))
 
     def _atoms_at(self, positions: Ids) -> Ids:
-        # the array, not the list: converting r atoms on every decision was O(r)
-        return self._basis.atom_ids[positions] if positions.size else positions
+        return self._basis.atoms[positions] if positions.size else positions
 
     def _opens_new_rows(self, cut: Refinement) -> bool:
         """The query covers rows no released query covers (so it cannot be implied)."""
@@ -403,7 +402,11 @@ class SpanAuditor:
         cut = step.cut
         y = growth.y
         keys = y[:, 0]
-        atoms_after = [*self._basis.atoms, growth.new_atom]
+        basis_atoms = self._basis.atoms
+
+        def atom_at(position: int) -> int:  # after the step: position r is the new atom
+            return growth.new_atom if position == r else int(basis_atoms[position])
+
         weight_after = {int(a): w for a, w in zip(cut.children, growth.weight_in, strict=True)}
         weight_after.update({int(a): w for a, w in zip(cut.split, growth.weight_out, strict=True)})
         changed = set(weight_after) | {growth.new_atom}
@@ -420,7 +423,7 @@ class SpanAuditor:
         for j in moved_positions:
             for atom in index.get(int(keys[j]), ()):
                 if atom not in changed and np.array_equal(y[j], self._atom_weight[atom]):
-                    pairs.append(((atoms_after[j], atom), (j,)))
+                    pairs.append(((atom_at(j), atom), (j,)))
         # (any basis position, non-basis atom whose weight the step changes or creates)
         fresh: dict[int, list[int]] = {}
         for atom, weight in weight_after.items():
@@ -431,7 +434,7 @@ class SpanAuditor:
             for j in (int(c) for c in candidates):
                 for atom in fresh[int(keys[j])]:
                     if np.array_equal(y[j], weight_after[atom]):
-                        pairs.append(((atoms_after[j], atom), (j,)))
+                        pairs.append(((atom_at(j), atom), (j,)))
         # (moved basis position, any other basis position) with y_j + y_j' = 0
         searched: set[tuple[int, int]] = set()
         for first, others in _opposite_keys(keys, moved_positions, p):
@@ -441,7 +444,7 @@ class SpanAuditor:
                     continue
                 searched.add(positions)
                 if not ((y[first] + y[other]) % p).any():
-                    pairs.append(((atoms_after[positions[0]], atoms_after[positions[1]]), positions))
+                    pairs.append(((atom_at(positions[0]), atom_at(positions[1])), positions))
         parent = {int(c): int(a) for a, c in zip(cut.split, cut.children, strict=True)}
         return [(pair, positions) for pair, positions in pairs if not self._pair_known(pair, parent)]
 
