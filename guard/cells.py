@@ -85,7 +85,7 @@ def cells_from_result(shape: QueryShape, plan: Plan, result: ResultSet, info: Ta
         else:
             gid = int(row[g])
             if gid not in masks:
-                masks[gid] = _rolled_up(gid, len(shape.group_by))
+                masks[gid] = shape.rolled_up(gid)
             rolled_up.append(masks[gid])
         if plain:
             cells.append(tuple(Cell(row[v], int(row[u] or 0), n) for v, u, n, _, _ in slots))
@@ -103,11 +103,6 @@ def cells_from_result(shape: QueryShape, plan: Plan, result: ResultSet, info: Ta
             )
         )
     return CellGrid(tuple(keys), tuple(cells), tuple(rolled_up))
-
-
-def _rolled_up(gid: int, keys: int) -> tuple[bool, ...]:
-    """GROUPING(k1, ..., kn) as flags per key: k1 is the most significant bit."""
-    return tuple(bool(gid >> (keys - 1 - i) & 1) for i in range(keys))
 
 
 def _floats(values: Sequence[Any] | None) -> tuple[float, ...]:

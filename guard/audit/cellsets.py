@@ -222,8 +222,7 @@ def _rid_query(shape: QueryShape, filters: list[str | None]) -> exp.Select:
 def _level(shape: QueryShape, gid: int) -> tuple[str, ...]:
     """The keys not rolled up in a row with grouping id ``gid`` (bit set: rolled up, first
     key most significant), in ``shape.levels``' order of keys."""
-    n = len(shape.group_by)
-    kept = {k for i, k in enumerate(shape.group_by) if not (int(gid) >> (n - 1 - i)) & 1}
+    kept = set(shape.kept_keys(gid))
     for level in shape.levels:
         if set(level) == kept:
             return level

@@ -312,8 +312,7 @@ def prepare(
     levels_of_rows: list[tuple[str, ...]] = []
     for row in rows:
         gid = int(row[grouping_slot]) if grouping_slot is not None else 0
-        n = len(shape.group_by)
-        levels_of_rows.append(tuple(k for i, k in enumerate(shape.group_by) if not gid >> (n - 1 - i) & 1))
+        levels_of_rows.append(shape.kept_keys(gid))
     thresholds = {level: threshold_statistic(needed) for level in shape.levels if level}
     shares_of: list[tuple[_Noisy, tuple[str, ...]]] = []
     for level in shape.levels:

@@ -190,7 +190,7 @@ def rewrite(
             rows = rows.where(condition)
         contributions = rows
         if sets:  # a contribution to one cell of each set
-            listed = [(s, _set_id(shape, s)) for s in sets]
+            listed = [(s, shape.grouping_id(s)) for s in sets]
             contributions = per_set(rows, shape.group_by, listed, _GID)
     query = exp.select(*projections).from_(table)
     if condition is not None:
@@ -298,12 +298,6 @@ def _merged_top(column: str, depth: int) -> exp.Expr:
     ordered = exp.Anonymous(this="list_sort", expressions=[merged, exp.Literal.string("DESC")])
     bounds = [exp.Literal.number(1), exp.Literal.number(depth)]
     return exp.Anonymous(this="list_slice", expressions=[ordered, *bounds])
-
-
-def _set_id(shape: QueryShape, keys: tuple[str, ...]) -> int:
-    """The grouping id of the cells of one grouping set (see ``Plan.grouping_slot``)."""
-    n = len(shape.group_by)
-    return sum(1 << (n - 1 - i) for i, key in enumerate(shape.group_by) if key not in keys)
 
 
 def _grouping_id(shape: QueryShape, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> exp.Expr:

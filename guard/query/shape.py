@@ -115,6 +115,22 @@ class QueryShape:
         ``group_by`` of a plain GROUP BY (``((),)`` without GROUP BY)."""
         return self.grouping_sets or (self.group_by,)
 
+    def rolled_up(self, gid: int) -> tuple[bool, ...]:
+        """Per key of ``group_by``: rolled up (a total) in a row with grouping id
+        ``gid``, DuckDB's GROUPING(k1, ..., kn) with k1 the most significant bit."""
+        n = len(self.group_by)
+        return tuple(bool(int(gid) >> (n - 1 - i) & 1) for i in range(n))
+
+    def kept_keys(self, gid: int) -> tuple[str, ...]:
+        """The keys of ``group_by`` not rolled up in a row with grouping id ``gid``."""
+        return tuple(k for k, up in zip(self.group_by, self.rolled_up(gid), strict=True) if not up)
+
+    def grouping_id(self, kept: tuple[str, ...]) -> int:
+        """The grouping id of the rows of the grouping set ``kept`` (inverse of
+        :meth:`kept_keys`)."""
+        n = len(self.group_by)
+        return sum(1 << (n - 1 - i) for i, key in enumerate(self.group_by) if key not in kept)
+
     @property
     def canonical(self) -> str:
         """The key of what is measured: table, row selection, grouping, aggregates.
