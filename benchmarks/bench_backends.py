@@ -307,10 +307,10 @@ def cell_query(g: Guard, sql: str) -> Callable[[], object] | None:
     """The guard's rewritten cell query for ``sql``, run through ``backend.execute`` as
     Guard._protected runs it (internal APIs: None if they moved)."""
     try:
+        from guard.plan.rewrite import rewrite
         from guard.protection.decide import with_sums
         from guard.query.analyze import analyze
         from guard.query.parse import parse
-        from guard.query.rewrite import rewrite
         from guard.query.validate import validate
 
         policy, backend = g.policy, g.backend

@@ -576,12 +576,12 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
     signatures change this raises and the caller reports the breakdown as unavailable.
     """
     from guard.cells import cells_from_result
-    from guard.protect import protect
+    from guard.plan.rewrite import rewrite
+    from guard.protection.answer import protect
     from guard.query.analyze import analyze
     from guard.query.parse import parse
-    from guard.query.rewrite import rewrite
     from guard.query.validate import validate
-    from guard.state.store import LogRecord
+    from guard.state.records import LogRecord, Outcome
 
     policy, backend, store = g.policy, g.backend, g.store
     depth = guard_depth(g)
@@ -598,7 +598,7 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
     record = LogRecord(
         analyst=ANALYST,
         sql=sql,
-        decision="answered",
+        decision=Outcome.ANSWERED,
         canonical=shape.canonical,
         data_version=info.data_version,
         columns=answer.columns,
@@ -653,13 +653,14 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
 
 def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     """The Python work per cell of a large answer, step by step (internal APIs)."""
-    import guard.protect as protect_module
+    import guard.protection.answer as protect_module
     from guard.backends.base import plain_rows
     from guard.cells import cells_from_result
+    from guard.plan.rewrite import rewrite
     from guard.protection.decide import decide
+    from guard.protection.linking import standalone
     from guard.query.analyze import analyze
     from guard.query.parse import parse
-    from guard.query.rewrite import rewrite
     from guard.query.validate import validate
 
     policy, backend = g.policy, g.backend
@@ -681,7 +682,7 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
         "cells_from_result (one Cell per value)": lambda: cells_from_result(shape, plan, result_set, info),
     }
     steps["decide (rules, suppression, linked releases: none here)"] = lambda: decide(
-        shape, grid, policy.protection, protect_module.standalone(shape)
+        shape, grid, policy.protection, standalone(shape)
     )
     ordering = getattr(protect_module, "_ordering", None)
     if callable(ordering):
@@ -704,9 +705,12 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
 
 def append_scaling(g: Guard, records: int) -> dict[str, float]:
     """Cost of a one-cell log append (grown store vs fresh store) and of bare DuckDB commits."""
-    from guard.state.store import LogRecord, StateStore
+    from guard.state.records import LogRecord, Outcome
+    from guard.state.store import StateStore
 
-    record = LogRecord(analyst=ANALYST, sql="SELECT COUNT(*) FROM people", decision="answered", rows=[[1]])
+    record = LogRecord(
+        analyst=ANALYST, sql="SELECT COUNT(*) FROM people", decision=Outcome.ANSWERED, rows=[[1]]
+    )
     logged = len(g.store.log())
     with collected():
         grown = median_ms(lambda: g.store.append(record), records)
@@ -787,7 +791,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
 
 def _cell_runner(g: Guard, shape: Any, info: Any, depth: int) -> Callable[[], object]:
     """rewrite + backend.execute of one cell query, as Guard.query runs them."""
-    from guard.query.rewrite import rewrite
+    from guard.plan.rewrite import rewrite
 
     return lambda: g.backend.execute(rewrite(shape, info, depth=depth).query)
 
@@ -808,7 +812,7 @@ def cell_statistics(g: Guard, warmup: int, repeat: int) -> list[CellStats]:
     """The cost of the per-cell top-n contributions and magnitudes: the same cell query
     at depth 0 and STATS_DEPTH, rewrite + execute, then cells_from_result."""
     from guard.cells import cells_from_result
-    from guard.query.rewrite import rewrite
+    from guard.plan.rewrite import rewrite
 
     out = []
     for qid in STATS_QUERIES:
@@ -841,7 +845,7 @@ def grouping_timings(
     cell query at depth 0 and STATS_DEPTH, and (``end_to_end``) Guard.query when the
     protection stage answers it."""
     from guard.cells import cells_from_result
-    from guard.query.rewrite import rewrite
+    from guard.plan.rewrite import rewrite
 
     snapshot = snapshot_cursor(g)
     out = []

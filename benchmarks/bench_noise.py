@@ -408,7 +408,7 @@ def stage_breakdown(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     """Median ms of the noise path's stages for ``sql`` (internal APIs, as NoiseStage.measure
     and release chain them); Guard.query on an empty cache is timed by the caller."""
     from guard.noise.release import prepare, statistics_for
-    from guard.query.noisy import noisy_rewrite
+    from guard.plan.noisy import noisy_rewrite
 
     shape, table, info = analyzed(g, sql)
     stage = g.noise
@@ -469,9 +469,12 @@ def append_costs(repeat: int, cells: int) -> dict[str, float]:
     received keys, each key new), for one cell and for ``cells`` cells."""
     from guard.noise.budget import LedgerEntry
     from guard.noise.cache import Draw
-    from guard.state.store import LogRecord, NoiseWrite, StateStore
+    from guard.state.records import LogRecord, NoiseWrite, Outcome
+    from guard.state.store import StateStore
 
-    record = LogRecord(analyst=ANALYST, sql="SELECT COUNT(*) FROM people", decision="answered", rows=[[1]])
+    record = LogRecord(
+        analyst=ANALYST, sql="SELECT COUNT(*) FROM people", decision=Outcome.ANSWERED, rows=[[1]]
+    )
     draw = Draw(1.0, Fraction(3), Fraction(1, 3), "geometric")
     counter = iter(range(1, 10**9))
 

@@ -100,7 +100,7 @@ def timed_decide() -> list[float]:
         finally:
             spent.append(time.perf_counter() - started)
 
-    import guard.protect as protect_module
+    import guard.protection.answer as protect_module
 
     protect_module.decide = wrapper  # type: ignore[assignment]
     return spent

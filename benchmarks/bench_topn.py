@@ -12,7 +12,7 @@ for each query with a SUM or AVG (bench_core.QUERIES and one ROLLUP of
 GROUPING_QUERIES) builds the cell query at ``--depth`` with each top-n template:
 ``TopN.WINDOW`` (row_number() over all per-unit partials) and ``TopN.MAX_JOIN`` (a
 per-cell bound taken with MAX, a join, and row_number() over the few contributions
-that reach it; over the rows themselves with one row per unit; guard/query/topn.py),
+that reach it; over the rows themselves with one row per unit; guard/plan/topn.py),
 and at depth 0 as a reference (the cell query without contributions). It runs each
 once untimed, then ``--repeat`` interleaved rounds (the order of the sides alternates),
 timing ``backend.execute`` of the rewritten SQL alone, as Guard.query runs it, and
@@ -82,10 +82,10 @@ def _queries() -> list[tuple[str, str]]:
 def cell_queries(g: Guard, sql: str, depth: int) -> tuple[Any, Any, dict[str, Any]]:
     """The shape, table facts and, per side, the rewritten cell query of ``sql`` (as
     Guard.query builds it: bench_backends.cell_query, with the template swapped)."""
+    from guard.plan.rewrite import rewrite
     from guard.protection.decide import with_sums
     from guard.query.analyze import analyze
     from guard.query.parse import parse
-    from guard.query.rewrite import rewrite
     from guard.query.validate import validate
 
     policy, backend = g.policy, g.backend

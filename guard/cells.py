@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from guard.backends.base import ResultSet, TableInfo
-from guard.query.rewrite import Plan
+from guard.plan.rewrite import Plan
 from guard.query.shape import QueryShape
 
-__all__ = ["Cell", "CellGrid", "Flag", "cells_from_result"]
-
-
-class Flag(Enum):
-    RELEASED = "released"
-    SUPPRESSED = "suppressed"
-    NOISED = "noised"
-    ROUNDED = "rounded"
+__all__ = ["Cell", "CellGrid", "cells_from_result"]
 
 
 @dataclass(frozen=True)

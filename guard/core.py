@@ -1,55 +1,66 @@
-"""The Guard: one policy, one locked-down backend, one state store, one query path."""
+"""The Guard: one policy, one locked-down backend, one state store, one query path.
+
+:meth:`Guard.query` reads as the stages of the query path (docs/ARCHITECTURE.md), each
+one call into the package that owns it; this module only orders them, holds the
+release lock, and makes sure every request is logged whatever happens.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import math
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guard.audit.history import HistoryAudit
 from guard.backends import open_backend
 from guard.backends.base import Backend, TableInfo
-from guard.cells import Cell, CellGrid, cells_from_result
-from guard.errors import AccessDenied, GuardError, PolicyError, QueryRejected
-from guard.explain import Explanation, explain_decision
+from guard.cells import CellGrid, cells_from_result
+from guard.errors import AccessDenied, GuardError, InternalError, PolicyError, QueryRejected
+from guard.history.finest import SpaceCells
+from guard.history.screen import HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
-from guard.noise_stage import NoiseStage
+from guard.noise.stage import NoiseStage
+from guard.plan.rewrite import rewrite
 from guard.policy.load import load_policy
-from guard.policy.model import Analyst, LinkScope, NoiseMode, Policy, Role, Table
-from guard.policy.model import HistoryAudit as HistoryMode
-from guard.protect import protect_with_decision
-from guard.protection.decide import Decision, Linking, Pattern, with_sums
-from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
-from guard.query.analyze import analyze
+from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy
+from guard.protection.answer import protect_with_decision
+from guard.protection.decide import Decision, with_sums
+from guard.protection.explain import Explanation, explain_decision
+from guard.protection.linking import Linker
+from guard.query.front import FrontResult, Trace, read_query
 from guard.query.parameters import Parameter
-from guard.query.parse import parse
-from guard.query.rewrite import rewrite
-from guard.query.shape import Predicate, QueryShape
-from guard.query.validate import validate
+from guard.query.shape import QueryShape
 from guard.result import ProtectedResult
 from guard.rules import depth
-from guard.state.store import HistoryWrite, LogRecord, NoiseWrite, Release, StateStore
-from guard.suppression import Key
+from guard.state.recorder import Recorder, RequestFacts
+from guard.state.store import StateStore
 
 __all__ = ["Guard"]
 
 
 @dataclass
-class _Progress:
-    """How far a request got: what its log record can say about it."""
+class _Request:
+    """One request as far as it got: what its log record can say about it."""
 
+    analyst: str
+    sql: str
+    started: float = field(default_factory=time.perf_counter)
+    trace: Trace = field(default_factory=Trace)
     shape: QueryShape | None = None
     info: TableInfo | None = None
-    dimensions: tuple[str, ...] | None = None
-    #: the SQL with its parameters bound (as literals, from the tree): what the log keeps
-    bound_sql: str | None = None
+
+    def facts(self, bound: bool = True) -> RequestFacts:
+        """``bound``: log the SQL with its parameters bound (as literals, from the tree)."""
+        sql = (self.trace.bound_sql if bound else None) or self.sql
+        return RequestFacts(
+            analyst=self.analyst if isinstance(self.analyst, str) else repr(self.analyst),
+            sql=sql,
+            started=self.started,
+            canonical=self.shape.canonical if self.shape else None,
+            data_version=self.info.data_version if self.info else None,
+        )
 
 
 class Guard:
@@ -67,14 +78,14 @@ class Guard:
         self.store = store
         #: largest contributions per cell the rules read
         self._depth = depth(policy.protection.rules)
+        #: deciding and recording one answer is one step (see _answer)
         self._release_lock = threading.Lock()
-        self._secret = store.secret()
-        self._history: dict[tuple[str, str, str | None], dict[str, dict[Key, str]]] = {}
-        #: (data version, table, space, key, analyst) already in released_cells
-        self._written: set[tuple[str, str, str, Key, str]] = set()
-        self.noise = NoiseStage(policy, store, self._secret, rng) if policy.uses_noise else None
-        audit = policy.protection.history.audit is HistoryMode.EXACT
-        self.history = HistoryAudit(policy, backend, store.audit_sets) if audit else None
+        secret = store.secret()
+        self.recorder = Recorder(store, policy.limits.max_sql_length)
+        self.linker = Linker(policy, backend, secret, self._depth, store.released)
+        self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
+        audited = policy.protection.history.audit is HistoryMode.EXACT
+        self.history = HistoryScreen(policy, backend, store.audit_sets) if audited else None
 
     @classmethod
     def open(
@@ -129,28 +140,51 @@ class Guard:
             QueryRejected: the SQL's shape is not allowed (the message says what to change).
             QueryRefused: answering would disclose (the message names the control).
             BackendError: the engine or the state store failed.
+            InternalError: anything else went wrong (logged, with the fault's class only).
         """
-        started = time.perf_counter()
-        progress = _Progress()
-
-        def record(
-            result: ProtectedResult,
-            decision: Decision | None,
-            noise: NoiseWrite | None,
-            history: HistoryWrite | None,
-        ) -> None:
-            logged = progress.bound_sql or sql
-            self._record_answer(
-                analyst, logged, result, progress.shape, progress.info, started, decision, noise, history
-            )
-
+        request = _Request(analyst, sql)
         try:
-            result, _ = self._protected(sql, analyst, progress, record, parameters=parameters)
+            return self._answer(request, parameters)
         except GuardError as error:
-            logged = progress.bound_sql or sql
-            self._record_refusal(analyst, logged, error, progress.shape, progress.info, started)
+            self.recorder.failed(request.facts(), error)
             raise
-        return result  # 9 answer
+        except Exception as error:  # a fault, not a decision: logged, then reported as one
+            raise self._internal(request, error) from error
+
+    def _answer(self, request: _Request, parameters: Sequence[Parameter] | None) -> ProtectedResult:
+        """The stages of the query path, in order."""
+        who = self._analyst(request.analyst)
+        front = self._front(request, who, parameters)  # 1-3 parse, validate, analyze
+        info = request.info
+        assert info is not None
+        if self.policy.noise_mode(front.table, who) is NoiseMode.NOISE:
+            return self._answer_with_noise(request, front, info, who)
+        shape, grid = self._cells(front.shape, info)  # 4-5 plan, execute
+        sets = self.history.query_sets(front.shape, front.table, info) if self.history else None
+        with self._release_lock:
+            # protecting an answer and recording what it released is one step: two
+            # answers protected at once could each be safe alone and not together
+            linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
+            result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
+            screened = self._screen(who, front, info, result, grid, decision, sets)  # 6c history audit
+            result = result.withholding(screened.withheld, screened.notes)
+            releases = self.linker.new_releases(decision.releases, info, who.name)
+            self.recorder.answered(request.facts(), result, releases, history=screened.write)  # 7 record
+            self.linker.committed(decision.releases, info, who.name)
+        return result  # 8 answer
+
+    def _answer_with_noise(
+        self, request: _Request, front: FrontResult, info: TableInfo, who: Analyst
+    ) -> ProtectedResult:
+        """Stages 4-8 for a table answered with noise."""
+        assert self.noise is not None
+        capabilities = self.backend.capabilities
+        prepared = self.noise.measure(front.shape, front.table, info, self.backend.execute, capabilities)
+        with self._release_lock:
+            release = self.noise.release(prepared, info, who)  # 6 budget check, noise
+            log_id = self.recorder.answered(request.facts(), release.result, noise=release.write)  # 7
+            self.noise.committed(release, log_id)
+        return release.result  # 8 answer
 
     def explain(self, sql: str, analyst: str) -> Explanation:
         """What :meth:`query` would withhold and why, for data stewards: each withheld
@@ -163,151 +197,75 @@ class Guard:
         Raises:
             as :meth:`query`.
         """
-        started = time.perf_counter()
-        progress = _Progress()
-
-        def record(
-            result: ProtectedResult,
-            decision: Decision | None,
-            noise: NoiseWrite | None,
-            history: HistoryWrite | None,
-        ) -> None:
-            self.store.append(
-                LogRecord(
-                    analyst=analyst,
-                    sql=sql,
-                    decision="explained",
-                    canonical=progress.shape.canonical if progress.shape else None,
-                    data_version=progress.info.data_version if progress.info else None,
-                    notes=result.notes,
-                    elapsed_ms=(time.perf_counter() - started) * 1000,
-                )
-            )
-
+        request = _Request(analyst, sql)
         try:
-            result, decision = self._protected(sql, analyst, progress, record, explaining=True)
-        except GuardError as error:
-            self._record_refusal(analyst, sql, error, progress.shape, progress.info, started)
-            raise
-        assert progress.dimensions is not None and decision is not None
-        limit = self.policy.protection.suppression.audit_limit
-        return explain_decision(result, decision, progress.dimensions, limit)
-
-    def _protected(
-        self,
-        sql: str,
-        analyst: str,
-        progress: _Progress,
-        record: Callable[[ProtectedResult, Decision | None, NoiseWrite | None, HistoryWrite | None], None],
-        explaining: bool = False,
-        parameters: Sequence[Parameter] | None = None,
-    ) -> tuple[ProtectedResult, Decision | None]:
-        """Stages 1-7, then ``record`` while the release lock is held."""
-        who = self._analyst(analyst)
-        tree = parse(sql, self.policy.limits, parameters)  # 1 parse
-        if parameters is not None:
-            progress.bound_sql = tree.sql(dialect="duckdb")
-        visible = tuple(t for t in self.policy.tables if who.may_query(t.name))
-        select, table = validate(tree, visible)  # 2 validate
-        progress.info = info = self.backend.table_info(table.name)
-        progress.shape = shape = analyze(select, table, info.types, self.policy.limits)  # 3 analyze
-        if self.policy.noise_mode(table, who) is NoiseMode.NOISE:
-            if explaining:
+            who = self._analyst(analyst)
+            front = self._front(request, who, None)
+            info = request.info
+            assert info is not None
+            if self.policy.noise_mode(front.table, who) is NoiseMode.NOISE:
                 raise QueryRejected(
-                    f"explain shows cell suppression, and {table.name} is answered to {who.name} with "
-                    "noise: nothing is suppressed; the answer's notes give each column's noise scale"
+                    f"explain shows cell suppression, and {front.table.name} is answered to {who.name} "
+                    "with noise: nothing is suppressed; the answer's notes give each column's noise scale"
                 )
-            assert self.noise is not None
-            prepared = self.noise.measure(
-                shape, table, info, self.backend.execute, self.backend.capabilities
-            )  # 5-6
+            shape, grid = self._cells(front.shape, info)
             with self._release_lock:
-                result = self.noise.release(
-                    prepared, info, who, lambda r, write: record(r, None, write, None)
-                )  # 7-8
-            return result, None
-        measured = with_sums(shape)  # an average is protected as the sum it implies
-        plan = rewrite(measured, info, self._depth, self.backend.capabilities)  # 5 rewrite
-        grid = cells_from_result(measured, plan, self.backend.execute(plan.query), info)  # 6 execute
-        audited = self.history is not None and not explaining
-        query_sets = self.history.query_sets(shape, table, info) if self.history and audited else []
-        with self._release_lock:
-            # protecting an answer and recording what it released is one step: two
-            # answers protected at once could each be safe alone and not together
-            linking = self._linking(who, table, shape, info)
-            progress.dimensions = linking.dimensions
-            result, decision = protect_with_decision(measured, grid, self.policy.protection, linking)  # 7
-            screened = None
-            if self.history is not None and audited:
-                # 7b history audit: withhold what would complete a disclosure with earlier answers
-                screened = self.history.screen(
-                    who.name, shape, table, info, result, query_sets, grid, decision.order
-                )
-            record(result, decision, None, screened.write if screened else None)  # 8 record
-        return result, decision
+                linking = self.linker.linking(who, front.table, front.shape, info)
+                result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)
+                self.recorder.explained(request.facts(bound=False), result)
+        except GuardError as error:
+            self.recorder.failed(request.facts(bound=False), error)
+            raise
+        except Exception as error:
+            raise self._internal(request, error) from error
+        limit = self.policy.protection.suppression.audit_limit
+        return explain_decision(result, decision, linking.dimensions, limit)
 
-    def _linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
-        """What this answer is protected together with: the earlier releases in scope."""
-        dimensions = table.names(Role.DIMENSION)
-        scope = self.policy.protection.suppression.linked
-        fixed = None if scope is LinkScope.NONE else fixed_positions(shape, dimensions)
-        history = {} if fixed is None else self._released(info, None if scope is LinkScope.ALL else who.name)
-        secret = self._secret
+    def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
+        """Stages 1-3, noting on ``request`` what the log needs as it goes."""
+        front = read_query(request.sql, self.policy, who, self._column_types, parameters, request.trace)
+        request.shape = front.shape
+        request.info = self.backend.table_info(front.table.name)
+        return front
 
-        def seed(space: str, keys: Sequence[Key]) -> int:
-            # fixed per released table, unpredictable without the store's secret (seed 004)
-            message = json.dumps([info.data_version, shape.canonical, space, [key_text(k) for k in keys]])
-            digest = hmac.new(secret, message.encode(), hashlib.sha256).digest()
-            return int.from_bytes(digest[:8], "big")
+    def _column_types(self, table: str) -> Mapping[str, str]:
+        return self.backend.table_info(table).types
 
-        def fetch(space: str, patterns: Sequence[Pattern], filtered: bool) -> dict[Key, Cell]:
-            predicates = shape.predicates if filtered else ()
-            return self._cells_of_patterns(table, info, dimensions, space, patterns, predicates)
+    def _cells(self, shape: QueryShape, info: TableInfo) -> tuple[QueryShape, CellGrid]:
+        """Stages 4-5: the cell query and its cells (an average is protected as the sum
+        it implies, so the planned shape carries the sums)."""
+        measured = with_sums(shape)
+        plan = rewrite(measured, info, self._depth, self.backend.capabilities)
+        return measured, cells_from_result(measured, plan, self.backend.execute(plan.query), info)
 
-        lower_bounds: dict[str, float] = {}
-        for column in table.columns:
-            if column.role is Role.MEASURE and column.bounds is not None:
-                lower_bounds[f"sum({column.name.lower()})"] = 0.0 if column.bounds[0] >= 0 else -math.inf
-        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds)
-
-    def _cells_of_patterns(
+    def _screen(
         self,
-        table: Table,
+        who: Analyst,
+        front: FrontResult,
         info: TableInfo,
-        dimensions: Sequence[str],
-        space: str,
-        patterns: Sequence[Pattern],
-        predicates: tuple[Predicate, ...],
-    ) -> dict[Key, Cell]:
-        """Every non-empty cell of ``patterns`` over the rows ``predicates`` select, in one
-        backend query."""
-        used = tuple(d for j, d in enumerate(dimensions) if any(p[j] for p in patterns))
-        sets = tuple(tuple(d for j, d in enumerate(dimensions) if p[j]) for p in patterns)
-        plain = len(sets) == 1 and sets[0] == used
-        shape = QueryShape(
-            table=table.name,
-            predicates=predicates,
-            group_by=used,
-            grouping_sets=() if plain else sets,
-            aggregates=(aggregate_of(space),),
-            outputs=(),
+        result: ProtectedResult,
+        grid: CellGrid,
+        decision: Decision,
+        sets: Sequence[SpaceCells] | None,
+    ) -> Screened:
+        """Stage 6c: what the history audit withholds of ``result`` (nothing when it is off)."""
+        if self.history is None or sets is None:
+            return Screened(None)
+        return self.history.screen(
+            who.name, front.shape, front.table, info, result, sets, grid, decision.order
         )
-        plan = rewrite(shape, info, self._depth, self.backend.capabilities)
-        grid: CellGrid = cells_from_result(shape, plan, self.backend.execute(plan.query), info)
-        encode = key_encoder(dimensions, used, {})
-        rolled = grid.rolled_up or [()] * len(grid.keys)
-        return {encode(values, rolled[r]): grid.cells[r][0] for r, values in enumerate(grid.keys)}
 
-    def _released(self, info: TableInfo, analyst: str | None) -> dict[str, dict[Key, str]]:
-        """Earlier releases on this table and data version, cached (this process is the
-        only writer of its store)."""
-        cache_key = (info.data_version, info.name, analyst)
-        if cache_key not in self._history:
-            history: dict[str, dict[Key, str]] = {}
-            for space, text, status in self.store.released(info.data_version, info.name, analyst):
-                history.setdefault(space, {})[key_from_text(text)] = status
-            self._history[cache_key] = history
-        return self._history[cache_key]
+    def _internal(self, request: _Request, error: Exception) -> GuardError:
+        """Log a fault that no stage raised on purpose and say it as an internal error.
+
+        The fault's own text is neither logged nor shown: it may quote anything,
+        including data the engine read."""
+        reason = f"internal error ({type(error).__name__})"
+        try:
+            log_id = self.recorder.failed(request.facts(), error, reason=reason)
+        except GuardError as unlogged:
+            return unlogged  # the store failed too: say that, it is what must be fixed
+        return InternalError(f"{reason}; the request is logged as #{log_id}: report it to the data steward")
 
     def budget(self, analyst: str | None = None) -> dict[str, Any]:
         """Privacy budgets (limit, spent, remaining per account) and every charge with
@@ -336,85 +294,3 @@ class Guard:
                 f"unknown analyst {name!r}: the policy {self.policy.path.name} does not declare them"
             )
         return who
-
-    def _record_answer(
-        self,
-        analyst: str,
-        sql: str,
-        result: ProtectedResult,
-        shape: QueryShape | None,
-        info: TableInfo | None,
-        started: float,
-        decision: Decision | None = None,
-        noise: NoiseWrite | None = None,
-        history: HistoryWrite | None = None,
-    ) -> None:
-        releases: list[Release] = []
-        if decision is not None and info is not None:
-            for space, cells in decision.releases.items():
-                for key, status in cells.items():
-                    # the store keeps the first status per analyst: skip what it has
-                    written = (info.data_version, info.name, space, key, analyst)
-                    if written not in self._written:
-                        releases.append(Release(info.name, space, key_text(key), status))
-        self.store.append(
-            LogRecord(
-                analyst=analyst,
-                sql=sql,
-                decision="answered",
-                canonical=shape.canonical if shape else None,
-                data_version=info.data_version if info else None,
-                columns=result.columns,
-                rows=result.to_dict()["rows"],
-                flags=result.flags,
-                notes=result.notes,
-                elapsed_ms=(time.perf_counter() - started) * 1000,
-            ),
-            releases,
-            noise,
-            history,
-        )
-        if decision is not None and info is not None:
-            for space, cells in decision.releases.items():
-                self._written.update((info.data_version, info.name, space, k, analyst) for k in cells)
-            # the store committed: now the in-memory history may say so too
-            for released in self._history_scopes(info, analyst):
-                for space, cells in decision.releases.items():
-                    known = released.setdefault(space, {})
-                    for key, status in cells.items():
-                        if known.get(key) != "published":
-                            known[key] = status
-
-    def _history_scopes(self, info: TableInfo, analyst: str) -> list[dict[str, dict[Key, str]]]:
-        return [
-            h
-            for (version, name, who), h in self._history.items()
-            if version == info.data_version and name == info.name and who in (None, analyst)
-        ]
-
-    def _record_refusal(
-        self,
-        analyst: str,
-        sql: str,
-        error: GuardError,
-        shape: QueryShape | None,
-        info: TableInfo | None,
-        started: float,
-    ) -> None:
-        decision = {
-            "QueryRejected": "rejected",
-            "BackendError": "error",
-            "PolicyError": "error",
-        }.get(error.kind, "refused")
-        self.store.append(
-            LogRecord(
-                analyst=str(analyst),
-                sql=sql if isinstance(sql, str) else repr(sql),
-                decision=decision,
-                canonical=shape.canonical if shape else None,
-                data_version=info.data_version if info else None,
-                error=error.kind,
-                reason=error.message,
-                elapsed_ms=(time.perf_counter() - started) * 1000,
-            )
-        )

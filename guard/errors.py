@@ -16,6 +16,7 @@ __all__ = [
     "BudgetExhausted",
     "ErrorCodes",
     "GuardError",
+    "InternalError",
     "PolicyError",
     "QueryRefused",
     "QueryRejected",
@@ -76,6 +77,11 @@ class BackendError(GuardError):
     """The data engine or the guard's own state store failed."""
 
 
+class InternalError(GuardError):
+    """A fault the guard did not raise on purpose. The request is logged; the message
+    names the fault's class and the log row, never its text (which may hold anything)."""
+
+
 @dataclass(frozen=True)
 class ErrorCodes:
     """How one error class surfaces at each edge of the guard."""
@@ -94,6 +100,7 @@ _CODES: dict[type[GuardError], ErrorCodes] = {
     AccessDenied: ErrorCodes("28000", 401, 3),  # invalid_authorization_specification
     PolicyError: ErrorCodes("F0000", 500, 2),  # config_file_error
     BackendError: ErrorCodes("58000", 502, 2),  # system_error
+    InternalError: ErrorCodes("XX000", 500, 2),  # internal_error
     GuardError: ErrorCodes("XX000", 500, 2),  # internal_error
 }
 

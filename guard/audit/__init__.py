@@ -1,25 +1,11 @@
-"""History audit core: atoms, the exact span audit (Audit Expert) and overlap control.
+"""The offline audit of a query log: replay every logged answer's query sets through
+the guard's own front stages and the history maths, and report every group of fewer
+than k respondents that a combination of answers discloses, with the queries and
+analysts that combine (``guard audit``).
 
-Pure and engine-independent: everything works on query sets (surrogate row ids
-``_rid``), never on values, so every decision is simulatable. Wiring into the query
-path (history store, audit scopes, offline audit) lives elsewhere.
+    logsource   reading logs: the guard's own store, CSV or JSONL files
+    answers     which cells of a logged answer were published
+    cellsets    the query sets of a logged query's cells, read from a backend
+    offline     the replay: one span auditor per space, across analysts
+    report      Markdown, HTML and JSON reports; chart: the timeline picture
 """
-
-from guard.audit.atoms import AtomPartition, Refinement
-from guard.audit.overlap import OverlapControl, OverlapViolation
-from guard.audit.rowsets import QuerySet, as_bitmap, as_row_ids
-from guard.audit.span import AtomDisclosure, AtomView, SensitivePredicate, SpanAuditor
-
-__all__ = [
-    "AtomDisclosure",
-    "AtomPartition",
-    "AtomView",
-    "OverlapControl",
-    "OverlapViolation",
-    "QuerySet",
-    "Refinement",
-    "SensitivePredicate",
-    "SpanAuditor",
-    "as_bitmap",
-    "as_row_ids",
-]

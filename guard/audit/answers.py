@@ -12,25 +12,18 @@ released, which can only over-report.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from guard.audit.logsource import Answer
+from guard.history.keys import CellKey, normalized
 from guard.query.shape import OutputKind, QueryShape
+from guard.result import Flag
 
-__all__ = ["CellKey", "normalized", "published_cells", "row_cells"]
-
-#: a cell of an answer: its grouping level (keys not rolled up) and those keys' values
-CellKey = tuple[tuple[str, ...], tuple[Any, ...]]
-
-_WITHHELD = "suppressed"
+__all__ = ["published_cells", "row_cells"]
 
 
-def normalized(value: Any) -> Any:
-    """A group-key value as it reads after a round trip through the JSON log."""
-    return json.loads(json.dumps(value, default=_text))
+_WITHHELD = Flag.SUPPRESSED.value
 
 
 def published_cells(
@@ -101,9 +94,3 @@ def _fits(keys: tuple[str, ...], level: tuple[str, ...], values: list[Any], roll
         elif values[i] is not None or rolled[i] not in (None, 1):
             return False
     return True
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
-    return str(value)

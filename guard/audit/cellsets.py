@@ -3,7 +3,9 @@
 A logged SQL text goes through the guard's own pipeline (parse, validate, analyze), so
 a query the guard would reject is not replayable, and re-phrasings (``x IN ('a')``,
 swapped conjuncts) select the same rows. Then ONE backend query per entry returns, per
-cell of every grouping level, the sorted ``_rid`` lists of its query sets:
+cell of every grouping level, the ``_rid`` lists of its query sets (sorted by the engine
+when its ``ARRAY_AGG`` keeps an ORDER BY, else here), spelled as the backend's declared
+capabilities require:
 
 - COUNT(*): the selected rows, in the ``count`` space;
 - COUNT(col): the selected rows where ``col`` is not NULL, in the ``count`` space;
@@ -24,24 +26,21 @@ import numpy as np
 import numpy.typing as npt
 from sqlglot import exp
 
-from guard.audit.answers import CellKey, normalized, published_cells
+from guard.audit.answers import published_cells
 from guard.audit.logsource import LogEntry
-from guard.audit.rowsets import RowIds
-from guard.backends.base import Backend
+from guard.backends.base import Backend, Capabilities
+from guard.history.keys import COUNT_SPACE, CellKey, normalized, space_of
+from guard.history.rowsets import RowIds
+from guard.plan.sql import distinct_sets, grouping_id, grouping_sets
+from guard.plan.sql import where as _where
 from guard.policy.model import Policy, Role
-from guard.query.analyze import analyze
-from guard.query.parse import parse
-from guard.query.rewrite import _where
-from guard.query.shape import AggFunc, QueryShape, Scalar
-from guard.query.validate import validate
+from guard.query.front import read_query
+from guard.query.shape import QueryShape, Scalar
 
-__all__ = ["COUNT_SPACE", "DESCRIBE_LIMIT", "CellSet", "EntryCells", "GuardCells", "space_of"]
+__all__ = ["DESCRIBE_LIMIT", "CellSet", "EntryCells", "GuardCells"]
 
-COUNT_SPACE = "count"
 #: atoms with more rows are not described by their dimension values (one IN list each)
 DESCRIBE_LIMIT = 1_000
-
-_GID = "__gid"
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,13 +64,6 @@ class EntryCells:
     notes: tuple[str, ...] = ()
 
 
-def space_of(func: AggFunc, column: str | None) -> tuple[str, str | None]:
-    """(auditor space, column whose non-NULL rows form the query set; None: every row)."""
-    if func is AggFunc.COUNT:
-        return COUNT_SPACE, column
-    return f"sum({column})", column
-
-
 class GuardCells:
     """Reads cells' query sets through a policy's pipeline and backend (read-only)."""
 
@@ -93,10 +85,9 @@ class GuardCells:
             QueryRejected: the guard would not accept the SQL (the entry is not replayable).
             BackendError: the engine failed.
         """
-        tree = parse(entry.sql, self._policy.limits)
-        select, table = validate(tree, self._policy.tables)
+        front = read_query(entry.sql, self._policy, None, lambda name: self._backend.table_info(name).types)
+        table, shape = front.table, front.shape
         info = self._backend.table_info(table.name)
-        shape = analyze(select, table, info.types, self._policy.limits)
         notes: list[str] = []
         if entry.answer is None and (shape.limit is not None or shape.offset):
             notes.append(
@@ -167,40 +158,59 @@ class GuardCells:
         return shared
 
     def _read(self, shape: QueryShape) -> list[tuple[CellKey, CellSet]]:
-        """Every cell's query sets with the cell's key, from one backend query."""
+        """Every cell's query sets with the cell's key, from one backend query, in an order
+        every engine gives alike (levels as in ``shape.levels``, then key values): the
+        order of release decides which derivation the audit names, and group numbers."""
         by_filter: dict[tuple[str, str | None], list[int]] = {}
         for i, aggregate in enumerate(shape.aggregates):
             by_filter.setdefault(space_of(aggregate.func, aggregate.column), []).append(i)
         spaces = list(by_filter)
-        result = self._backend.execute(_rid_query(shape, [column for _, column in spaces]))
+        capabilities = self._backend.capabilities
+        result = self._backend.execute(_rid_query(shape, [column for _, column in spaces], capabilities))
         keys = shape.group_by
-        first_list = len(keys) + (1 if shape.grouping_sets else 0)
-        found = []
+        sets = distinct_sets(shape)
+        first_list = len(keys) + (1 if sets else 0)
+        rank = {level: i for i, level in enumerate(shape.levels)}
+        cells = []
         for row in result.rows:
-            level = _level(shape, row[len(keys)] if shape.grouping_sets else 0)
+            level = _level(shape, row[len(keys)] if sets else 0)
             values = tuple(row[keys.index(k)] for k in level)
             key = (level, tuple(normalized(v) for v in values))
-            label = _label(level, values)
+            # NULL keys first; a key's values share one type, so they compare
+            order = (rank.get(level, len(rank)), level, tuple((v is not None, v) for v in key[1]))
+            cells.append((order, key, values, row))
+        found = []
+        for _, key, values, row in sorted(cells, key=lambda cell: cell[0]):
+            label = _label(key[0], values)
             for j, (space, column) in enumerate(spaces):
                 rids = row[first_list + j]
                 if rids:
                     # COUNT(col) has its own query set in the count space: name it apart
                     suffix = f" [count({column})]" if space == COUNT_SPACE and column else ""
                     rows = np.asarray(rids, dtype=np.int64)
+                    if not capabilities.ordered_aggregates:
+                        rows = np.sort(rows)
                     aggregates = frozenset(by_filter[(space, column)])
                     found.append((key, CellSet(space, label + suffix, rows, aggregates)))
         return found
 
 
-def _rid_query(shape: QueryShape, filters: list[str | None]) -> exp.Select:
-    """SELECT keys, [grouping id], per filter the sorted _rid list ... GROUP BY the levels."""
+def _rid_query(shape: QueryShape, filters: list[str | None], capabilities: Capabilities) -> exp.Select:
+    """SELECT keys, [grouping id], per filter the _rid list ... GROUP BY the levels.
+
+    The lists are sorted only when the engine keeps ``ARRAY_AGG(... ORDER BY ...)``
+    (``capabilities.ordered_aggregates``); the grouping id is spelled as the engine's
+    GROUPING() allows (``capabilities.single_key_grouping``)."""
     keys = [_col(k) for k in shape.group_by]
+    sets = distinct_sets(shape)
     projections: list[exp.Expr] = [k.copy() for k in keys]
-    if shape.grouping_sets:
-        projections.append(exp.alias_(exp.Grouping(expressions=[k.copy() for k in keys]), _GID, quoted=True))
+    if sets:
+        projections.append(grouping_id(shape, capabilities))
     for i, column in enumerate(filters):
         rids: exp.Expr = exp.ArrayAgg(
             this=exp.Order(this=_col("_rid"), expressions=[exp.Ordered(this=_col("_rid"))])
+            if capabilities.ordered_aggregates
+            else _col("_rid")
         )
         if column is not None:
             present = exp.Not(this=exp.Is(this=_col(column), expression=exp.Null()))
@@ -210,10 +220,8 @@ def _rid_query(shape: QueryShape, filters: list[str | None]) -> exp.Select:
     condition = _where(shape.predicates)
     if condition is not None:
         query = query.where(condition)
-    if shape.grouping_sets:
-        sets = dict.fromkeys(frozenset(s) for s in shape.grouping_sets)
-        tuples = [exp.Tuple(expressions=[_col(k) for k in shape.group_by if k in s]) for s in sets]
-        query = query.group_by(exp.GroupingSets(expressions=tuples))
+    if sets:
+        query = query.group_by(grouping_sets(sets))
     elif keys:
         query = query.group_by(*[k.copy() for k in keys])
     return query

@@ -44,9 +44,9 @@ import numpy.typing as npt
 
 from guard.audit.cellsets import EntryCells
 from guard.audit.logsource import LogEntry
-from guard.audit.rowsets import RowIds, fingerprint
-from guard.audit.span import AtomView, SpanAuditor
 from guard.errors import QueryRejected
+from guard.history.rowsets import RowIds, fingerprint
+from guard.history.span import AtomView, SpanAuditor
 from guard.query.shape import Scalar
 
 __all__ = [

@@ -25,6 +25,7 @@ from guard.cli.serve_cmd import password, serve
 from guard.core import Guard
 from guard.policy.load import load_policy
 from guard.policy.model import Policy, Role
+from guard.state.store import StateStore
 
 __all__ = ["main"]
 
@@ -133,15 +134,23 @@ def _noise_summary(policy: Policy) -> str:
 @click.option("--analyst", default=None, help="Only this analyst's requests.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the last N requests.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@click.option("--verify", is_flag=True, help="Check the log's hash chain; exit 3 if it is broken.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Check the log's hash chain and its tail against the log head; exit 3 if broken or cut.",
+)
 @_guarded
 def log(
     policy: Path, state: Path | None, analyst: str | None, limit: int | None, fmt: str, verify: bool
 ) -> None:
-    """Show the query log: every request, answered or not, oldest first."""
-    with Guard.open(policy, state=state) as guard:
-        records = guard.log(analyst=analyst, limit=limit)
-        checked, broken = guard.store.verify() if verify else (0, None)
+    """Show the query log: every request, answered or not, oldest first. Opens the state
+    store read-only (a copy of a state folder, or one a running server does not hold)."""
+    store = StateStore(load_policy(policy, state).state_dir, read_only=True)
+    try:
+        records = store.log(analyst=analyst, limit=limit)
+        check = store.check_chain() if verify else None
+    finally:
+        store.close()
     out = _stdout()
     if fmt == "json":
         for record in records:
@@ -156,11 +165,20 @@ def log(
                 str(r["id"]), f"{r['ts']:%Y-%m-%d %H:%M:%S}", r["analyst"], r["decision"], r["sql"], detail
             )
         out.print(table)
-    if verify:
-        if broken is None:
-            _stderr().print(f"hash chain intact over {checked} records", markup=False)
+    if check is not None:
+        head = f"; log head: record {check.head.id}, {check.head.hash}" if check.head else "; no log head yet"
+        if check.broken is None:
+            _stderr().print(f"hash chain intact over {check.checked} records{head}", markup=False)
+        elif check.missing:
+            _stderr().print(
+                f"log CUT: {check.missing} record(s) from {check.broken} on are missing from its tail{head}",
+                markup=False,
+            )
+            sys.exit(3)
         else:
-            _stderr().print(f"hash chain BROKEN at record {broken} (of {checked})", markup=False)
+            _stderr().print(
+                f"hash chain BROKEN at record {check.broken} (of {check.checked}){head}", markup=False
+            )
             sys.exit(3)
 
 

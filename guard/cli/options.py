@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+from guard.backends import ENGINE_NAMES
 from guard.cli.render import render_error
 from guard.errors import GuardError, codes_for
 
@@ -37,7 +38,7 @@ STATE = click.option(
 BACKEND = click.option(
     "--backend",
     "backend",
-    type=click.Choice(("duckdb", "postgres", "spark")),
+    type=click.Choice(ENGINE_NAMES),
     default=None,
     help="Data engine to answer from; overrides the policy's backend: (keeps its options).",
 )

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from guard.errors import GuardError
-from guard.explain import Explanation
+from guard.protection.explain import Explanation
 from guard.result import ProtectedResult
 
 __all__ = ["FORMATS", "render_error", "render_result", "result_table"]

@@ -1,8 +1,9 @@
 """Noise mode's pure core: exact samplers, mechanisms, ε accounting, budgets, the noise cache.
 
-Stage 7 of the query path (DESIGN.md) for tables whose policy chooses noise. Nothing
-here touches the engine or the state store: the rewrite (``guard.query.noisy``) supplies
-bounded sums and counts; the guard charges the ledger and persists draws.
+Stage 6 (noise) of the query path (docs/ARCHITECTURE.md) for tables whose policy chooses
+noise. Nothing here touches the engine or the state store: the rewrite
+(``guard.plan.noisy``) supplies bounded sums and counts; the guard charges the ledger and
+persists draws.
 
     sampling     secure randomness; exact discrete Laplace; Laplace on a grid
     mechanisms   noisy COUNT / SUM / AVG, the seed's clamped mean, group-threshold δ

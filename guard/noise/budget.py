@@ -15,7 +15,7 @@ are never refunded: an answer computed but not delivered may still have leaked t
 timing or logs, so it is paid for.
 
 The global account covers collusion: analysts who pool their answers still face one
-limit (../shared/AUDITING.md, "Collusion").
+limit (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -130,24 +130,61 @@ class Ledger:
         ``ValueError`` if ε is not > 0 or an override is negative or names no account of
         the analyst; whatever ``persist`` raises, also changing nothing.
         """
-        eps = as_epsilon(epsilon)
-        overrides = tuple(sorted((accounts or {}).items()))
         with self._lock:
-            names = self._accounts(analyst)
-            for account, amount in overrides:
-                if account not in names[1:] or amount < 0:
-                    raise ValueError(f"cannot charge {amount} to {account!r} for analyst {analyst!r}")
-            entry = LedgerEntry(self._last_sequence + 1, analyst, eps, self._clock(), note, overrides)
-            for account in names:
-                amount = entry.amount(account)
-                left = self._limit(account, analyst) - self._spent.get(account, Fraction(0))
-                if amount > left:
-                    raise self._refusal(account, analyst, amount, max(left, Fraction(0)))
+            entry = self._checked(analyst, as_epsilon(epsilon), note, accounts)
             writer = persist or self._persist
             if writer is not None:
                 writer(entry)
             self._apply(entry)
             return entry
+
+    def pending(
+        self,
+        analyst: str,
+        epsilon: EpsilonLike,
+        *,
+        note: str = "",
+        accounts: Mapping[str, Fraction] | None = None,
+    ) -> LedgerEntry:
+        """The entry :meth:`charge` would commit, checked against every budget but not
+        applied: the caller records it durably, then calls :meth:`commit`. Both must
+        happen under one lock of the caller's (the guard's release lock), so that no
+        other charge comes between.
+
+        Raises:
+            BudgetExceeded: as :meth:`charge`, changing nothing.
+        """
+        with self._lock:
+            return self._checked(analyst, as_epsilon(epsilon), note, accounts)
+
+    def commit(self, entry: LedgerEntry) -> LedgerEntry:
+        """Apply a :meth:`pending` entry once it is recorded.
+
+        Raises:
+            ValueError: another charge was committed since the entry was made.
+        """
+        with self._lock:
+            if entry.sequence != self._last_sequence + 1:
+                raise ValueError(f"ledger entry {entry.sequence} is stale: {self._last_sequence} is the last")
+            self._apply(entry)
+            return entry
+
+    def _checked(
+        self, analyst: str, eps: Fraction, note: str, accounts: Mapping[str, Fraction] | None
+    ) -> LedgerEntry:
+        """The next entry, if every account it draws on can pay (hold the lock)."""
+        overrides = tuple(sorted((accounts or {}).items()))
+        names = self._accounts(analyst)
+        for account, amount in overrides:
+            if account not in names[1:] or amount < 0:
+                raise ValueError(f"cannot charge {amount} to {account!r} for analyst {analyst!r}")
+        entry = LedgerEntry(self._last_sequence + 1, analyst, eps, self._clock(), note, overrides)
+        for account in names:
+            amount = entry.amount(account)
+            left = self._limit(account, analyst) - self._spent.get(account, Fraction(0))
+            if amount > left:
+                raise self._refusal(account, analyst, amount, max(left, Fraction(0)))
+        return entry
 
     def check(self, analyst: str, epsilon: Fraction, accounts: Mapping[str, Fraction] | None = None) -> None:
         """Raise ``BudgetExceeded`` if ``charge`` with these amounts would; change nothing.

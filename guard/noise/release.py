@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from guard.cells import Flag
 from guard.noise.cache import Draw
 from guard.noise.composition import format_epsilon, split_sequential
 from guard.noise.mechanisms import (
@@ -54,10 +53,10 @@ from guard.noise.mechanisms import (
 )
 from guard.noise.sampling import RandomSource
 from guard.noise.selection import cell_selection
-from guard.protect import ordered_rows
-from guard.query.noisy import Statistic
+from guard.plan.noisy import Statistic
+from guard.protection.answer import ordered_rows
 from guard.query.shape import AggFunc, OutputKind, QueryShape
-from guard.result import ProtectedResult
+from guard.result import Flag, ProtectedResult
 
 __all__ = ["Costs", "NoiseConfig", "Prepared", "prepare", "spent_note", "statistics_for"]
 
@@ -305,7 +304,7 @@ def prepare(
     config: NoiseConfig,
     scope: Sequence[object],
 ) -> Prepared:
-    """The noisy statistics of every row of a :func:`guard.query.noisy.noisy_rewrite`
+    """The noisy statistics of every row of a :func:`guard.plan.noisy.noisy_rewrite`
     result. ``scope`` (e.g. data version and table) prefixes every cache key."""
     recipes = [recipe(a.func, a.column, config.average) for a in shape.aggregates]
     needed = sorted({noisy for r in recipes for noisy in r})

@@ -23,7 +23,7 @@ from guard.policy.model import (
     Analyst,
     BackendSettings,
     Column,
-    HistoryAudit,
+    HistoryMode,
     HistorySettings,
     Limits,
     LinkScope,
@@ -377,10 +377,10 @@ def _protection(r: _Reader, value: Any) -> Protection:
 
 def _history(r: _Reader, value: Any) -> HistorySettings:
     m = r.mapping(value, ("audit", "k", "max_overlap", "tolerance", "groups"))
-    audit = m.get("audit", HistoryAudit.EXACT.value)
+    audit = m.get("audit", HistoryMode.EXACT.value)
     if isinstance(audit, bool):  # YAML reads a bare off as false
-        audit = HistoryAudit.EXACT.value if audit else HistoryAudit.OFF.value
-    mode = HistoryAudit(r.choice(audit, "audit", tuple(a.value for a in HistoryAudit)))
+        audit = HistoryMode.EXACT.value if audit else HistoryMode.OFF.value
+    mode = HistoryMode(r.choice(audit, "audit", tuple(a.value for a in HistoryMode)))
     k = r.integer(m["k"], "k", 1) if m.get("k") is not None else None
     overlap = r.integer(m["max_overlap"], "max_overlap", 0) if m.get("max_overlap") is not None else None
     tolerance = r.number(m["tolerance"], "tolerance", 0.0, 1.0) if m.get("tolerance") is not None else None

@@ -181,7 +181,7 @@ class SuppressionSettings:
     audit_limit: int = 2_500
 
 
-class HistoryAudit(Enum):
+class HistoryMode(Enum):
     """Whether answers are audited against what was released before (``guard.audit``)."""
 
     #: exact Audit Expert span audit of SUM / COUNT / AVG over every earlier release
@@ -192,9 +192,9 @@ class HistoryAudit(Enum):
 
 @dataclass(frozen=True)
 class HistorySettings:
-    """Query-history control: see :mod:`guard.audit.history` and policies/README.md."""
+    """Query-history control: see :mod:`guard.history.screen` and policies/README.md."""
 
-    audit: HistoryAudit = HistoryAudit.EXACT
+    audit: HistoryMode = HistoryMode.EXACT
     #: groups of fewer than k privacy units must never become derivable; None: the
     #: protection's ``min_query_set_size``
     k: int | None = None

@@ -23,20 +23,22 @@ answer:
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
 
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
 from guard.policy.model import Protection
 from guard.protection.keys import key_encoder, space_of
+from guard.protection.linking import Linking
+from guard.protection.relations import lattice, linked_component, meets, pattern, relations_between
 from guard.protection.sensitivity import is_frequency, judge
 from guard.query.shape import AggFunc, Aggregate, QueryShape
 from guard.rules import RuleVerdict
+from guard.state.records import ReleaseStatus
 from guard.suppression import (
-    TOTAL,
     Key,
     Method,
     ProtectionInfeasible,
@@ -49,27 +51,14 @@ from guard.suppression import (
 )
 
 __all__ = [
-    "PUBLISHED",
     "REFUSED_LINKED",
-    "WITHHELD",
     "Decision",
-    "Linking",
     "SpaceReport",
     "Withheld",
+    "WithheldKind",
     "decide",
-    "pattern",
-    "relations_between",
     "with_sums",
 ]
-
-PUBLISHED = "published"
-WITHHELD = "withheld"
-
-#: which dimensions a key fixes (True) or adds over (False)
-Pattern = tuple[bool, ...]
-#: (space, patterns, filtered) -> every non-empty cell of those patterns over the whole
-#: table, or (filtered) over the rows the answer's own filter selects
-Fetch = Callable[[str, Sequence[Pattern], bool], Mapping[Key, Cell]]
 
 #: largest attacker view (cells) solved with the common refinement of the released
 #: patterns; above it only their common margins are added
@@ -82,36 +71,18 @@ MAX_LINKED_REQUIREMENTS = 300
 MAX_FRESH_WITHHELD = 50
 
 
-@dataclass(frozen=True)
-class Linking:
-    """What the answer is protected together with.
-
-    Attributes:
-        dimensions: the protected table's dimensions, in policy order (the key space).
-        fixed: key positions the answer's filter fixes; None when its filter is not a
-            key (its cells then form a table of their own, linked to nothing).
-        history: per space, the keys released earlier in scope and their status.
-        fetch: computes cells of given patterns over the whole table (or the rows
-            the answer's filter selects).
-        seed: the secret seed of a released table, from its space and keys (and,
-            in the caller's closure, the data version and the query's canonical key).
-        lower_bounds: per sum space, the a-priori lower bound of a cell (0 or -inf).
-    """
-
-    dimensions: tuple[str, ...]
-    fixed: Mapping[int, str] | None
-    history: Mapping[str, Mapping[Key, str]]
-    fetch: Fetch | None
-    seed: Callable[[str, Sequence[Key]], int | None]
-    lower_bounds: Mapping[str, float] = field(default_factory=dict)
+class WithheldKind(Enum):
+    #: sensitive by a rule (``rule`` names it)
+    PRIMARY = "primary"
+    #: complementary: withheld so that no sensitive cell can be recomputed
+    SECONDARY = "secondary"
 
 
 @dataclass(frozen=True)
 class Withheld:
-    """Why one cell is withheld: ``kind`` is "primary" (with the rules that found it
-    sensitive) or "secondary"."""
+    """Why one cell is withheld (with the rules that found it sensitive, for a primary one)."""
 
-    kind: str
+    kind: WithheldKind
     rule: str = ""
 
 
@@ -135,7 +106,7 @@ class SpaceReport:
 class Decision:
     withheld: dict[tuple[int, int], Withheld]
     #: per space: the answer's keys and whether each was published or withheld
-    releases: dict[str, dict[Key, str]]
+    releases: dict[str, dict[Key, ReleaseStatus]]
     reports: list[SpaceReport]
     #: the grid row behind each row of the answer (after ORDER BY / LIMIT / OFFSET)
     order: tuple[int, ...] = ()
@@ -155,7 +126,7 @@ def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: L
     rolled = grid.rolled_up or [()] * len(grid.keys)
     keys = [encode(values, rolled[r]) for r, values in enumerate(grid.keys)]
     withheld: dict[tuple[int, int], Withheld] = {}
-    releases: dict[str, dict[Key, str]] = {}
+    releases: dict[str, dict[Key, ReleaseStatus]] = {}
     reports: list[SpaceReport] = []
     for space, (value_index, members) in value_aggregates(shape).items():
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
@@ -163,14 +134,18 @@ def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: L
         history = linking.history.get(space, {}) if linked else {}
         report = _protect_space(space, current, verdicts, history, linking, protection)
         reports.append(report)
-        status: dict[Key, str] = {}
+        status: dict[Key, ReleaseStatus] = {}
         for r, key in enumerate(keys):
             hidden = key in report.suppressed
-            status[key] = WITHHELD if hidden else PUBLISHED
+            status[key] = ReleaseStatus.WITHHELD if hidden else ReleaseStatus.PUBLISHED
             if not hidden:
                 continue
             verdict = verdicts[key]
-            reason = Withheld("primary", verdict.rule) if verdict.sensitive else Withheld("secondary")
+            reason = (
+                Withheld(WithheldKind.PRIMARY, verdict.rule)
+                if verdict.sensitive
+                else Withheld(WithheldKind.SECONDARY)
+            )
             for a in members:
                 withheld[(r, a)] = reason
         if linked:
@@ -198,7 +173,7 @@ def _protect_space(
     space: str,
     current: dict[Key, Cell],
     verdicts: dict[Key, RuleVerdict],
-    history: Mapping[Key, str],
+    history: Mapping[Key, ReleaseStatus],
     linking: Linking,
     protection: Protection,
 ) -> SpaceReport:
@@ -206,27 +181,27 @@ def _protect_space(
     if current and all(k in history for k in current):
         # every cell was released before (a repeated or re-phrased query): the earlier
         # decisions stand, and publishing nothing new cannot weaken them
-        withheld = frozenset(k for k in current if history[k] == WITHHELD)
+        withheld = frozenset(k for k in current if history[k] == ReleaseStatus.WITHHELD)
         if sensitive_now <= withheld:
             return SpaceReport(space, None, withheld, verdicts, frozenset(current), "replayed", True)
     cells: Mapping[Key, Cell] = current
     if linking.fetch is not None:
         cells = _attacker_view(space, current, history, linking)
     relations = relations_between(cells)
-    component = _component(cells, current, relations)
+    component = linked_component(cells, current, relations)
     relations = tuple(r for r in relations if r.total in component)
     if not relations:
         return SpaceReport(space, None, sensitive_now, verdicts, frozenset(current), "none", True)
 
     others = {k: judge(component[k], space, protection) for k in component if k not in current}
     requirements = {k: v for k, v in {**verdicts, **others}.items() if v.sensitive}
-    kept = {k for k in component if history.get(k) == PUBLISHED}
-    forced = {k for k in component if history.get(k) == WITHHELD or k not in current} - kept
+    kept = {k for k in component if history.get(k) == ReleaseStatus.PUBLISHED}
+    forced = {k for k in component if history.get(k) == ReleaseStatus.WITHHELD or k not in current} - kept
     if any(k in kept for k in requirements):
         # published earlier under other settings: it cannot be withdrawn now
         raise QueryRefused(REFUSED_LINKED)
     earlier = frozenset(k for k in component if k in history)
-    fresh = frozenset(k for k in current if history.get(k) != PUBLISHED)
+    fresh = frozenset(k for k in current if history.get(k) != ReleaseStatus.PUBLISHED)
     if earlier and len(requirements) > MAX_LINKED_REQUIREMENTS and len(fresh) <= MAX_FRESH_WITHHELD:
         # a few new cells over a problem spanning many earlier sensitive cells (e.g. a
         # grand total after an 8 000-cell table) would need one LP per sensitive cell over
@@ -243,7 +218,17 @@ def _protect_space(
     )
     seed = linking.seed(space, sorted(current, key=repr))
     try:
-        result = suppress(table, requirements, options=options, seed=seed, forced=forced, kept=kept)
+        # the sole contributor of a magnitude cell knows its value: protect against them too
+        singletons = () if is_frequency(space) else [k for k, c in component.items() if c.units == 1]
+        result = suppress(
+            table,
+            requirements,
+            options=options,
+            seed=seed,
+            forced=forced,
+            kept=kept,
+            singletons=singletons,
+        )
     except ProtectionInfeasible:
         raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
     # every sensitive cell's interval is already proven by a certificate (a feasible point
@@ -276,32 +261,8 @@ _REFUSED_INFEASIBLE = (
 )
 
 
-def pattern(key: Key) -> Pattern:
-    """Which positions of ``key`` hold a value (True) rather than a total."""
-    return tuple(k is not TOTAL for k in key)
-
-
-def _finer(p: Pattern, q: Pattern) -> bool:
-    """Cells of pattern ``q`` split cells of pattern ``p`` (q fixes strictly more)."""
-    return p != q and all(b or not a for a, b in zip(p, q, strict=True))
-
-
-def _lattice(patterns: set[Pattern]) -> set[Pattern]:
-    """``patterns`` closed under meet (common margins) and join (common refinements)."""
-    closed = set(patterns)
-    while True:
-        grown = set()
-        for p, q in itertools.combinations(sorted(closed), 2):
-            grown.add(tuple(a and b for a, b in zip(p, q, strict=True)))
-            grown.add(tuple(a or b for a, b in zip(p, q, strict=True)))
-        grown -= closed
-        if not grown:
-            return closed
-        closed |= grown
-
-
 def _attacker_view(
-    space: str, current: Mapping[Key, Cell], history: Mapping[Key, str], linking: Linking
+    space: str, current: Mapping[Key, Cell], history: Mapping[Key, ReleaseStatus], linking: Linking
 ) -> Mapping[Key, Cell]:
     """The answer's cells, the earlier released cells, and the unreleased cells an
     attacker reasons with: the common margins of released patterns (two margins of one
@@ -311,7 +272,7 @@ def _attacker_view(
     assert linking.fetch is not None
     own = {pattern(k) for k in current}
     released = own | {pattern(k) for k in history}
-    full = _lattice(released)
+    full = lattice(released)
     if full == own and not history:
         return current  # one GROUP BY, ROLLUP or CUBE: its patterns are already closed
     filtered = linking.fixed is None  # the answer's own filter applies to every pattern
@@ -319,81 +280,13 @@ def _attacker_view(
     if len(got) > MAX_REFINEMENT_CELLS:
         # too fine to solve online: keep the common margins only (every exact
         # recomputation by differences is still seen; Fréchet-type bounds are not)
-        margins = _meets(released)
+        margins = meets(released)
         if margins == own and not history:
             return current
         got = {k: c for k, c in got.items() if pattern(k) in margins}
     cells = dict(got)
     cells.update(current)
     return cells
-
-
-def _meets(patterns: set[Pattern]) -> set[Pattern]:
-    closed = set(patterns)
-    while True:
-        grown = {
-            tuple(a and b for a, b in zip(p, q, strict=True)) for p, q in itertools.combinations(closed, 2)
-        }
-        grown -= closed
-        if not grown:
-            return closed
-        closed |= grown
-
-
-def relations_between(cells: Mapping[Key, Cell] | Sequence[Key]) -> tuple[Relation, ...]:
-    """``total = Σ members`` for each cell and each next finer pattern present.
-
-    Assumes every pattern is complete under each of its totals (true for one GROUP BY
-    answer within its filter, and for whole patterns fetched from the data). Patterns
-    are linked only to the next finer patterns present (the Hasse diagram), so a grand
-    total next to a two-way table without one-way margins still relates to its cells.
-    """
-    by_pattern: dict[Pattern, list[Key]] = {}
-    for key in cells:
-        by_pattern.setdefault(pattern(key), []).append(key)
-    patterns = sorted(by_pattern)
-    relations: list[Relation] = []
-    for p in patterns:
-        finer = [q for q in patterns if _finer(p, q)]
-        for q in finer:
-            if any(_finer(p, r) and _finer(r, q) for r in finer):
-                continue
-            fixed = [i for i, v in enumerate(p) if v]
-            members: dict[tuple[object, ...], list[Key]] = {}
-            for key in by_pattern[q]:
-                members.setdefault(tuple(key[i] for i in fixed), []).append(key)
-            for total in by_pattern[p]:
-                group = members.get(tuple(total[i] for i in fixed))
-                if group:
-                    relations.append(Relation(total, tuple(group)))
-    return tuple(relations)
-
-
-def _component(
-    cells: Mapping[Key, Cell], current: Mapping[Key, Cell], relations: Sequence[Relation]
-) -> dict[Key, Cell]:
-    """The cells linked to the answer's cells through relations."""
-    # cell -> the relations it is in, walked relation by relation: linear in the
-    # relations' sizes (cell-to-cell neighbour sets would be quadratic in a total's
-    # members, 64M set insertions for an 8,000-cell answer with its grand total)
-    relations_of: dict[Key, list[int]] = {}
-    for index, relation in enumerate(relations):
-        for k in (relation.total, *relation.members):
-            relations_of.setdefault(k, []).append(index)
-    seen = set(current)
-    stack = list(current)
-    walked: set[int] = set()
-    while stack:
-        for index in relations_of.get(stack.pop(), ()):
-            if index in walked:
-                continue
-            walked.add(index)
-            relation = relations[index]
-            for other in (relation.total, *relation.members):
-                if other not in seen:
-                    seen.add(other)
-                    stack.append(other)
-    return {k: cells[k] for k in cells if k in seen}
 
 
 def _table(

@@ -4,7 +4,7 @@ A cell key has one position per dimension of the protected table (in the policy'
 order): the group's value where the answer groups by that dimension or fixes it with a
 one-value filter (``WHERE town = 'Enfield'``), and :data:`~guard.suppression.TOTAL`
 where the cell adds over every value of it. Cells of different answers that share a key
-are the same number, and :func:`guard.protection.decide.relations_between` reads the
+are the same number, and :func:`guard.protection.relations.relations_between` reads the
 additive relations between keys (a total is the sum of its members).
 
 Positions are encoded as text with a type tag, so keys compare equal across answers

@@ -10,8 +10,7 @@ Every cell is judged by the query-set-size control and by the policy's rules:
   cell; negative contributions by magnitude, see :mod:`guard.rules.contributions`).
 
 A cell the query-set-size control withholds needs protection like a threshold-rule
-cell: ``max(0.1 · |value|, floor)`` each way, so a withheld small cell can never be
-recomputed from totals released beside it.
+cell (:class:`guard.rules.query_set_size.QuerySetSize`).
 """
 
 from __future__ import annotations
@@ -19,15 +18,11 @@ from __future__ import annotations
 import functools
 
 from guard.cells import Cell
-from guard.controls import query_set_size as qss
 from guard.policy.model import Protection
 from guard.rules import CellContributions, MinimumFrequency, Rule, RuleVerdict, combine
+from guard.rules.query_set_size import QuerySetSize
 
-__all__ = ["SIZE_PROTECTION", "is_frequency", "judge"]
-
-#: share of a withheld cell's value its interval must leave open each way when the
-#: query-set-size control (not a configured rule) withheld it
-SIZE_PROTECTION = 0.1
+__all__ = ["is_frequency", "judge"]
 
 
 def is_frequency(space: str) -> bool:
@@ -39,15 +34,19 @@ def judge(cell: Cell, space: str, protection: Protection) -> RuleVerdict:
     frequency = is_frequency(space)
     floor = 1.0 if frequency else 0.0
     verdicts: list[RuleVerdict] = []
-    k, full = protection.min_query_set_size, protection.allow_full_population
-    if not qss.releasable(cell.units, cell.population, k, full):
-        level = max(SIZE_PROTECTION * abs(float(cell.value or 0)), floor)
-        verdicts.append(RuleVerdict(f"{qss.NAME}(k={k})", True, upper=level, lower=level))
+    size = _size_rule(protection.min_query_set_size, protection.allow_full_population)(cell, floor)
+    if size is not None:
+        verdicts.append(size)
     if protection.rules and cell.units > 0:
         verdicts.extend(
             rule(_contributions(cell, frequency)) for rule in _applicable(protection.rules, frequency)
         )
     return combine(verdicts)
+
+
+@functools.cache
+def _size_rule(k: int, allow_full_population: bool) -> QuerySetSize:
+    return QuerySetSize(k, allow_full_population)
 
 
 @functools.cache

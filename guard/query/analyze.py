@@ -3,7 +3,7 @@
 Column roles are enforced here: identifiers nowhere, measures only inside COUNT/SUM/AVG,
 WHERE and GROUP BY only on dimensions, compared with plain constants. Restricting
 predicates to public columns makes every refusal a function of public data, so a refusal
-never leaks a confidential value (../shared/AUDITING.md).
+never leaks a confidential value (docs/ARCHITECTURE.md).
 
 GROUP BY may use ROLLUP, CUBE and GROUPING SETS (expanded by :mod:`grouping`), and the
 output may hold GROUPING(key) for one key of GROUP BY: 1 in the rows where that key is
@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import TypeAlias
 
 from sqlglot import exp
 
@@ -94,7 +95,7 @@ class _Grouping:
 
 
 #: what one output column selects
-_Item = Aggregate | Column | _Grouping
+_Item: TypeAlias = Aggregate | Column | _Grouping
 
 
 class _Scope:

@@ -8,14 +8,23 @@ from collections.abc import Sequence
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import TokenType
 
 from guard.errors import QueryRejected
 from guard.policy.model import Limits
 from guard.query.parameters import Parameter, bind_parameters
 
-__all__ = ["parse"]
+__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "parse"]
 
 DIALECT = "duckdb"
+
+#: deepest nesting of parentheses accepted: sqlglot's parser recurse through some twenty
+#: frames per level, and about 50 levels exhausted Python's stack. Analysts' aggregate
+#: queries nest a handful of levels; 32 leaves ample room.
+MAX_NESTING = 32
+#: deepest syntax tree accepted (a chain of 150 ANDs is 150 deep without a parenthesis):
+#: every later stage recurses through a few frames per level
+MAX_TREE_DEPTH = 250
 
 # sqlglot logs a warning when it falls back to a generic Command node; the validator
 # reports those statements itself, so the warning is only noise on the analyst's console.
@@ -39,9 +48,18 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
     if "\x00" in sql:
         raise QueryRejected("query contains a NUL character: remove it")
     try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryRejected(
+            "query contains a character that is not valid Unicode (a lone surrogate): remove it"
+        ) from None
+    try:
+        _check_nesting(sql)
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except (ParseError, TokenError) as exc:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
+    except RecursionError:
+        raise QueryRejected(_too_deep()) from None
     if not statements:
         raise QueryRejected("empty query: send one SELECT statement")
     if len(statements) > 1:
@@ -54,7 +72,43 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
         raise QueryRejected(
             f"query has {size} syntax nodes; the limit is {limits.max_syntax_nodes}: simplify it"
         )
+    if _tree_depth(tree) > MAX_TREE_DEPTH:
+        raise QueryRejected(
+            f"query's syntax tree is deeper than {MAX_TREE_DEPTH} levels (a long chain of AND/OR or "
+            "arithmetic): simplify it, e.g. with IN lists"
+        )
     return bind_parameters(tree, parameters)
+
+
+def _check_nesting(sql: str) -> None:
+    """Reject text whose parentheses nest deeper than :data:`MAX_NESTING`, before the
+    recursive parser sees it (the tokenizer does not recurse)."""
+    depth = 0
+    for token in sqlglot.tokenize(sql, read=DIALECT):
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise QueryRejected(_too_deep())
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+
+
+def _tree_depth(tree: exp.Expr) -> int:
+    """The syntax tree's depth, without recursion (a long chain of AND or + is deep
+    without a single parenthesis)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > MAX_TREE_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in node.iter_expressions())
+    return deepest
+
+
+def _too_deep() -> str:
+    return f"query nests parentheses deeper than {MAX_NESTING} levels: simplify it"
 
 
 def _first_line(exc: Exception) -> str:

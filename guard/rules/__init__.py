@@ -8,6 +8,7 @@ as a frozen, configured rule object; a rule set is a tuple of those objects.
 from guard.rules.contributions import CellContributions, RuleVerdict
 from guard.rules.dominance import Dominance, dominance
 from guard.rules.percent import PPercent, PriorPosterior, p_percent, prior_posterior
+from guard.rules.query_set_size import QuerySetSize
 from guard.rules.ruleset import Rule, RuleSet, combine, depth, evaluate
 from guard.rules.threshold import MinimumFrequency, minimum_frequency
 
@@ -17,6 +18,7 @@ __all__ = [
     "MinimumFrequency",
     "PPercent",
     "PriorPosterior",
+    "QuerySetSize",
     "Rule",
     "RuleSet",
     "RuleVerdict",

@@ -52,7 +52,7 @@ class Answer(BaseModel):
     status: Literal["answered"]
     columns: list[str]
     rows: list[list[Any]]
-    flags: list[list[Literal["released", "suppressed", "noised", "rounded"]]]
+    flags: list[list[Literal["released", "suppressed", "noised"]]]
     notes: list[str]
 
 

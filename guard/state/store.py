@@ -6,27 +6,27 @@ can lose an answer but never the record of one.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import secrets
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from guard.errors import BackendError
 from guard.noise.budget import LedgerEntry
-from guard.noise.cache import Draw, fraction_from_text, fraction_text
+from guard.noise.cache import Draw, fraction_from_text
 from guard.sqlfiles import read_sql, statements
+from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, record_hash, write_head
+from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, ReleaseStatus
+from guard.state.writes import insert_history, insert_noise, insert_releases
 
-__all__ = ["GENESIS", "AuditedSet", "HistoryWrite", "LogRecord", "NoiseWrite", "Release", "StateStore"]
+__all__ = ["GENESIS", "StateStore"]
 
-GENESIS = "0" * 64
 _LOG_COLUMNS = (
     "id",
     "ts",
@@ -47,101 +47,63 @@ _LOG_COLUMNS = (
 )
 
 
-#: up to this many rows, an insert goes row by row instead of through a registered frame
-_ROW_BY_ROW = 16
-
-
-@dataclass(frozen=True)
-class LogRecord:
-    """One request as it is logged. ``rows`` holds only released values."""
-
-    analyst: str
-    sql: str
-    decision: str
-    canonical: str | None = None
-    data_version: str | None = None
-    error: str | None = None
-    reason: str | None = None
-    columns: list[str] | None = None
-    rows: list[list[Any]] | None = None
-    flags: list[list[str]] | None = None
-    notes: list[str] | None = None
-    elapsed_ms: float | None = None
-
-
-@dataclass(frozen=True)
-class Release:
-    """One cell key of an answer and whether it was published or withheld."""
-
-    table: str
-    space: str
-    cell_key: str
-    status: str
-
-
-@dataclass(frozen=True)
-class AuditedSet:
-    """One released query set as the state store keeps it."""
-
-    space: str
-    scope: str
-    label: str
-    #: the finest-cell ids, a serialized roaring bitmap
-    cells: bytes
-    #: the released value (read only by the partial-disclosure LP)
-    value: float | None
-
-
-@dataclass(frozen=True)
-class HistoryWrite:
-    """What an answer adds to the audit history, in the transaction of its log row."""
-
-    data_version: str
-    table: str
-    sets: tuple[AuditedSet, ...]
-
-
-@dataclass(frozen=True)
-class NoiseWrite:
-    """What a noisy answer adds to the store, in the transaction of its log row."""
-
-    data_version: str
-    table: str
-    #: the budget charge (None when the answer repeats what the analyst received)
-    charge: LedgerEntry | None
-    #: new draws, by cache key
-    draws: dict[str, Draw]
-    #: cache keys the analyst receives for the first time
-    received: list[str]
-
-
-def _record_hash(prev_hash: str, ts: str, record: dict[str, Any]) -> str:
-    body = json.dumps({"ts": ts, **record}, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256((prev_hash + body).encode()).hexdigest()
+_LISTS = ("columns", "rows", "flags", "notes")
 
 
 class StateStore:
     """Opens (creating if needed) ``STATE/guard.duckdb`` and appends to its log."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, read_only: bool = False) -> None:
+        """Open the store in ``state_dir``; ``read_only`` opens an existing one without
+        writing anything (``guard log --verify`` on a copy), and creates nothing.
+
+        Raises:
+            BackendError: the folder or database cannot be opened (the message names the
+                file and what to do), its write-ahead log is damaged, or it is in use.
+        """
         self.path = state_dir / "guard.duckdb"
+        self.head_path = state_dir / "log.head"
+        self.read_only = read_only
+        wal = self.path.with_name(self.path.name + ".wal")
+        pending = not read_only and wal.exists() and wal.stat().st_size > 0
         try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-            self._con = duckdb.connect(str(self.path))
+            if read_only:
+                if not self.path.exists():
+                    raise BackendError(f"there is no state store at {self.path}: check the --state folder")
+                self._con = duckdb.connect(str(self.path), read_only=True)
+            else:
+                state_dir.mkdir(parents=True, exist_ok=True)
+                self._con = duckdb.connect(str(self.path))
         except OSError as exc:
             raise BackendError(f"cannot create the state folder {state_dir} ({exc.strerror})") from None
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise BackendError(
-                    f"the state store {self.path} is in use by another guard process: stop it, "
-                    "or give this one its own folder with --state DIR"
-                ) from None
-            raise BackendError(f"cannot open the state store {self.path}: {exc}") from None
+        except duckdb.Error as exc:
+            raise BackendError(_open_error(self.path, exc)) from None
         self._lock = threading.Lock()
-        for statement in statements(read_sql("state.sql")):
-            self._con.execute(statement)
-        last = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
-        self._last_hash = last[0] if last else GENESIS
+        try:
+            if not read_only:
+                for statement in statements(read_sql("state.sql")):
+                    self._con.execute(statement)
+                if pending:
+                    # DuckDB replays a sound WAL and drops it at the checkpoint; a damaged
+                    # one it skips without a word and leaves in place: never lose records
+                    # silently
+                    self._con.execute("CHECKPOINT")
+                    if wal.exists():
+                        raise BackendError(
+                            f"the state store's write-ahead log {wal} is damaged and was not replayed: "
+                            "the records it held are missing from the store. Keep a copy of it for "
+                            "inspection, then move it away to open the store without them"
+                        )
+            last = self._con.execute(
+                "SELECT id, record_hash FROM query_log ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+        except duckdb.Error as exc:
+            self._con.close()
+            raise BackendError(_open_error(self.path, exc)) from None
+        except BackendError:
+            self._con.close()
+            raise
+        self._last_hash = last[1] if last else GENESIS
 
     def append(
         self,
@@ -156,12 +118,14 @@ class StateStore:
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
         """
+        if self.read_only:
+            raise BackendError(f"the state store {self.path} is open read-only: nothing can be logged")
         fields = {
             "analyst": record.analyst,
             "sql": record.sql,
             "canonical": record.canonical,
             "data_version": record.data_version,
-            "decision": record.decision,
+            "decision": record.decision.value,
             "error": record.error,
             "reason": record.reason,
             "columns": record.columns,
@@ -173,7 +137,7 @@ class StateStore:
         with self._lock:
             # naive UTC: DuckDB returns TIMESTAMP as it was stored, so the hash re-computes
             ts_text = dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()
-            record_hash = _record_hash(self._last_hash, ts_text, encoded)
+            hash_ = record_hash(self._last_hash, ts_text, encoded)
             try:
                 self._con.execute("BEGIN")
                 row = self._con.execute(
@@ -195,90 +159,25 @@ class StateStore:
                         encoded["notes"],
                         record.elapsed_ms,
                         self._last_hash,
-                        record_hash,
+                        hash_,
                     ],
                 ).fetchone()
                 assert row is not None
                 if releases:
-                    self._insert_releases(record, releases, int(row[0]))
+                    insert_releases(self._con, record, releases, int(row[0]))
                 if noise is not None:
-                    self._insert_noise(record, noise, int(row[0]), ts_text)
+                    insert_noise(self._con, record, noise, int(row[0]), ts_text)
                 if history is not None:
-                    self._insert_history(history, int(row[0]))
+                    insert_history(self._con, history, int(row[0]))
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
                 self._con.execute("ROLLBACK")
                 raise BackendError(f"cannot write the query log: {str(exc).splitlines()[0]}") from None
-            self._last_hash = record_hash
+            self._last_hash = hash_
+            # the record is committed; a head that lags behind only weakens the tail check
+            with contextlib.suppress(OSError):
+                write_head(self.head_path, Head(int(row[0]), hash_))
             return int(row[0])
-
-    def _insert_releases(self, record: LogRecord, releases: list[Release], log_id: int) -> None:
-        # one bulk insert from a data frame: executemany inserts row by row (seconds for
-        # a few thousand cells)
-        frame = pd.DataFrame(
-            {
-                "data_version": [record.data_version] * len(releases),
-                "table_name": [c.table for c in releases],
-                "space": [c.space for c in releases],
-                "cell_key": [c.cell_key for c in releases],
-                "analyst": [record.analyst] * len(releases),
-                "status": [c.status for c in releases],
-                "log_id": [log_id] * len(releases),
-            }
-        )
-        self._insert_frame("released_cells", frame)
-
-    def _insert_noise(self, record: LogRecord, noise: NoiseWrite, log_id: int, ts: str) -> None:
-        if noise.charge is not None:
-            entry = noise.charge
-            accounts = {account: fraction_text(amount) for account, amount in entry.accounts}
-            self._con.execute(
-                "INSERT INTO budget_ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    entry.sequence,
-                    ts,
-                    entry.analyst,
-                    fraction_text(entry.epsilon),
-                    json.dumps(accounts),
-                    entry.note,
-                    log_id,
-                ],
-            )
-        if noise.draws:
-            keys = list(noise.draws)
-            draws = [noise.draws[k] for k in keys]
-            frame = pd.DataFrame(
-                {
-                    "data_version": [noise.data_version] * len(keys),
-                    "table_name": [noise.table] * len(keys),
-                    "cache_key": keys,
-                    "value": [d.value for d in draws],
-                    "scale": [fraction_text(d.scale) for d in draws],
-                    "epsilon": [fraction_text(d.epsilon) for d in draws],
-                    "mechanism": [d.mechanism for d in draws],
-                    "log_id": [log_id] * len(keys),
-                }
-            )
-            self._insert_frame("noise_draws", frame)
-        if noise.received:
-            frame = pd.DataFrame(
-                {
-                    "data_version": [noise.data_version] * len(noise.received),
-                    "table_name": [noise.table] * len(noise.received),
-                    "cache_key": noise.received,
-                    "analyst": [record.analyst] * len(noise.received),
-                    "log_id": [log_id] * len(noise.received),
-                }
-            )
-            self._insert_frame("noise_received", frame)
-
-    def _insert_history(self, history: HistoryWrite, log_id: int) -> None:
-        rows = [
-            [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
-            for i, s in enumerate(history.sets)
-        ]
-        # blobs go row by row: a frame would carry them as Python objects anyway
-        self._con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def audit_sets(
         self, data_version: str, table: str, space: str, scope: str
@@ -291,19 +190,6 @@ class StateStore:
                 [data_version, table, space, scope],
             ).fetchall()
         return [(bytes(cells), value) for cells, value in rows]
-
-    def _insert_frame(self, table: str, frame: pd.DataFrame) -> None:
-        if len(frame) <= _ROW_BY_ROW:
-            # registering a frame costs ~1 ms whatever its size: few rows go one by one
-            marks = ", ".join("?" * len(frame.columns))
-            rows = [list(row) for row in frame.itertuples(index=False, name=None)]
-            self._con.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
-            return
-        self._con.register("_frame", frame)
-        try:
-            self._con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM _frame")
-        finally:
-            self._con.unregister("_frame")
 
     def ledger(self) -> list[LedgerEntry]:
         """Every budget charge, oldest first (the note carries the log id)."""
@@ -353,7 +239,9 @@ class StateStore:
             received.setdefault(str(analyst), set()).add(str(key))
         return received
 
-    def released(self, data_version: str, table: str, analyst: str | None) -> list[tuple[str, str, str]]:
+    def released(
+        self, data_version: str, table: str, analyst: str | None
+    ) -> list[tuple[str, str, ReleaseStatus]]:
         """(space, cell key, status) of every cell released on ``table`` at ``data_version``,
         to ``analyst`` only or (None) to anyone; a cell published to anyone in scope
         counts as published."""
@@ -367,7 +255,8 @@ class StateStore:
             params.append(analyst)
         query += " GROUP BY space, cell_key"
         with self._lock:
-            return [(str(a), str(b), str(c)) for a, b, c in self._con.execute(query, params).fetchall()]
+            rows = self._con.execute(query, params).fetchall()
+        return [(str(a), str(b), ReleaseStatus(c)) for a, b, c in rows]
 
     def secret(self) -> bytes:
         """The store's secret key (created once, readable by the owner only): seeds what
@@ -375,9 +264,21 @@ class StateStore:
         path = self.path.parent / "secret.key"
         with self._lock:
             try:
-                return path.read_bytes()
+                key = path.read_bytes()
             except FileNotFoundError:
                 pass
+            except OSError as exc:
+                raise BackendError(f"cannot read the store's secret key {path} ({exc.strerror})") from None
+            else:
+                if len(key) < 16:
+                    raise BackendError(
+                        f"the store's secret key {path} is empty or truncated ({len(key)} bytes): restore "
+                        "it from a backup. A new key changes every suppression pattern and audit weight, "
+                        "so start a new state folder rather than deleting it"
+                    )
+                return key
+            if self.read_only:
+                raise BackendError(f"the store's secret key {path} is missing: restore it from a backup")
             key = secrets.token_bytes(32)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
@@ -406,50 +307,49 @@ class StateStore:
         return records
 
     def verify(self) -> tuple[int, int | None]:
-        """Check the hash chain; returns (records checked, id of the first broken one or None)."""
+        """Check the hash chain and the log's tail against its head; returns (records
+        checked, id of the first broken or missing record, or None)."""
+        check = self.check_chain()
+        return check.checked, check.broken
+
+    def check_chain(self) -> ChainCheck:
+        """The hash chain checked record by record, and against the head file.
+
+        Raises:
+            BackendError: the head file is damaged.
+        """
         with self._lock:
             rows = self._con.execute(
                 "SELECT id, ts, analyst, sql, canonical, data_version, decision, error, reason, "
                 "columns, rows, flags, notes, prev_hash, record_hash FROM query_log ORDER BY id"
             ).fetchall()
-        previous = GENESIS
-        for row in rows:
+        fields = ("analyst", "sql", "canonical", "data_version", "decision", "error", "reason")
+        encoded_rows = (
             (
-                id_,
-                ts,
-                analyst,
-                sql,
-                canonical,
-                version,
-                decision,
-                error,
-                reason,
-                columns,
-                values,
-                flags,
-                notes,
-                prev_hash,
-                record_hash,
-            ) = row
-            encoded = {
-                "analyst": analyst,
-                "sql": sql,
-                "canonical": canonical,
-                "data_version": version,
-                "decision": decision,
-                "error": error,
-                "reason": reason,
-                "columns": columns,
-                "rows": values,
-                "flags": flags,
-                "notes": notes,
-            }
-            ts_text = ts.isoformat()
-            if prev_hash != previous or _record_hash(prev_hash, ts_text, encoded) != record_hash:
-                return len(rows), int(id_)
-            previous = record_hash
-        return len(rows), None
+                int(row[0]),
+                row[1].isoformat(),
+                {**dict(zip(fields, row[2:9], strict=True)), **dict(zip(_LISTS, row[9:13], strict=True))},
+                row[13],
+                row[14],
+            )
+            for row in rows
+        )
+        return check_chain(encoded_rows, read_head(self.head_path))
 
     def close(self) -> None:
         with self._lock:
             self._con.close()
+
+
+def _open_error(path: Path, exc: duckdb.Error) -> str:
+    text = str(exc)
+    if "lock" in text.lower():
+        return (
+            f"the state store {path} is in use by another guard process: stop it, "
+            "or give this one its own folder with --state DIR"
+        )
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return (
+        f"cannot open the state store {path}: {first}. If the file is damaged, restore the state "
+        "folder from a backup (or start a new one with --state DIR)"
+    )

@@ -22,8 +22,10 @@ bounds, only withheld cells move) and is then a feasible point of the audit LP t
 proves the interval reaches the level. Sensitive cells without such a certificate are
 audited by LP (:func:`~guard.suppression.audit.failures`), and any that falls short,
 e.g. by solver tolerance, is repaired with the heuristic, for at most
-``repair_rounds`` passes. Costs are secretly perturbed (:mod:`~guard.suppression.costs`) so the pattern
-is not a deterministic function of the table.
+``repair_rounds`` passes. Finally the pattern is made to hold against the contributors
+of single-contributor cells (:mod:`~guard.suppression.singletons`). Costs are secretly
+perturbed (:mod:`~guard.suppression.costs`) so the pattern is not a deterministic
+function of the table.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from guard.suppression.model import (
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
+from guard.suppression.singletons import protect_singletons
 from guard.suppression.table import K, Key, Table
 
 __all__ = ["choose_method", "suppress"]
@@ -68,6 +71,8 @@ def suppress(
     seed: int | None = None,
     forced: Iterable[Key] = (),
     kept: Iterable[Key] = (),
+    singletons: Iterable[Key] = (),
+    guarded: Iterable[Key] | None = None,
 ) -> SuppressionResult:
     """Withhold every sensitive cell and enough complementary cells to protect them.
 
@@ -82,6 +87,10 @@ def suppress(
         forced: further cells that must be withheld (e.g. withheld in an earlier
             release of a linked table), without protection levels of their own.
         kept: cells that must stay published (e.g. already released elsewhere).
+        singletons: cells with a single contributor, who knows the cell's value; the
+            pattern must hold against them too (:mod:`~guard.suppression.singletons`).
+        guarded: further cells no such insider may recover exactly (sensitive cells
+            always are).
 
     Raises:
         ProtectionInfeasible: a sensitive cell is in ``kept``, or cannot reach its
@@ -126,9 +135,14 @@ def suppress(
             hidden, certificates, method = exact.hidden, exact.certificates, Method.OPTIMAL
 
     before = len(hidden)
+    known = frozenset(table.index(k) for k in singletons)
     for _ in range(opts.repair_rounds + 1):
         short = _unprotected(table, hidden, levels, certificates)
         if not short:
+            if known:
+                # more withheld cells only widen the outsider's intervals: the proofs hold
+                guard = {table.index(k) for k in guarded or ()} | set(levels)
+                hidden = protect_singletons(table, hidden, known, levels, costs, kept_idx, guarded=guard)
             return _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
         hidden = solve_heuristic(
             table,

@@ -15,7 +15,8 @@ from guard import Guard
 from guard.audit.report import SCHEMA
 from guard.cli.audit_cmd import audit
 from guard.cli.main import main
-from guard.state.store import LogRecord, StateStore
+from guard.state.records import LogRecord, Outcome
+from guard.state.store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = str(ROOT / "policies" / "students.yaml")
@@ -78,9 +79,9 @@ def test_baker_pair_in_the_guards_own_log(tmp_path: Path) -> None:
     # linked-table protection would refuse the second query
     state = tmp_path / "state"
     store = StateStore(state)
-    store.append(LogRecord(analyst="alice", sql="SELECT COUNT(*) FROM students", decision="refused"))
-    store.append(LogRecord(analyst="alice", sql=EE, decision="answered", data_version="0ld"))
-    store.append(LogRecord(analyst="bob", sql=MALE_EE, decision="answered"))
+    store.append(LogRecord(analyst="alice", sql="SELECT COUNT(*) FROM students", decision=Outcome.REFUSED))
+    store.append(LogRecord(analyst="alice", sql=EE, decision=Outcome.ANSWERED, data_version="0ld"))
+    store.append(LogRecord(analyst="bob", sql=MALE_EE, decision=Outcome.ANSWERED))
     store.close()
     code, document = audit_json(state)
     assert code == 3

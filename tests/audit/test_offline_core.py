@@ -12,11 +12,10 @@ import pytest
 from guard.audit.cellsets import CellSet, EntryCells
 from guard.audit.logsource import LogEntry
 from guard.audit.offline import Determined, OfflineAudit, Status, audit_log
-from guard.audit.rowsets import RowIds
-from guard.audit.span import SpanAuditor
 from guard.errors import QueryRejected
-
-from .oracle import RationalSpan
+from guard.history.rowsets import RowIds
+from guard.history.span import SpanAuditor
+from tests.history.oracle import RationalSpan
 
 
 class Cells:

@@ -29,9 +29,9 @@ from sqlglot import ErrorLevel
 from guard import Guard
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, KeyedHash, TopN
 from guard.cells import Cell, CellGrid, cells_from_result
+from guard.plan.rewrite import Plan, rewrite
 from guard.query.analyze import analyze
 from guard.query.parse import parse
-from guard.query.rewrite import Plan, rewrite
 from guard.query.shape import AggFunc, QueryShape
 from guard.query.validate import validate
 

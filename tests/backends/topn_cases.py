@@ -20,9 +20,9 @@ import yaml
 from guard import Guard
 from guard.backends.base import TopN
 from guard.cells import CellGrid, cells_from_result
+from guard.plan.rewrite import rewrite
 from guard.query.analyze import analyze
 from guard.query.parse import parse
-from guard.query.rewrite import rewrite
 from guard.query.validate import validate
 
 __all__ = ["QUERIES", "compare_templates", "write_policy"]

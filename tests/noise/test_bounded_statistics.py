@@ -21,10 +21,10 @@ import pytest
 
 from guard.backends.base import TableInfo
 from guard.backends.duckdb_backend import DuckDBBackend
+from guard.plan.noisy import NoisyPlan, Statistic, noisy_rewrite
 from guard.policy.load import load_policy
 from guard.policy.model import Policy
 from guard.query.analyze import analyze
-from guard.query.noisy import NoisyPlan, Statistic, noisy_rewrite
 from guard.query.parse import parse
 from guard.query.shape import QueryShape
 from guard.query.validate import validate

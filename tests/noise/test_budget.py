@@ -173,3 +173,15 @@ def test_budget_is_never_negative_and_accepted_charges_add_up(charges: list[tupl
         assert ledger.spent(analyst) == accepted.get(analyst, 0) <= 5
         assert ledger.remaining(analyst) >= 0
     assert ledger.spent() == sum(accepted.values(), Fraction(0)) <= 12
+
+
+def test_a_pending_charge_changes_nothing_until_committed() -> None:
+    ledger = Ledger(global_limit=Fraction(1), analyst_limits={"alice": Fraction(1, 2)})
+    entry = ledger.pending("alice", Fraction(1, 4))
+    assert ledger.entries() == ()
+    ledger.commit(entry)
+    assert ledger.entries() == (entry,)
+    with pytest.raises(ValueError, match="stale"):
+        ledger.commit(entry)
+    with pytest.raises(BudgetExceeded):
+        ledger.pending("alice", Fraction(1, 2))

@@ -217,3 +217,10 @@ def test_a_query_with_rows_of_no_group_and_order_limit(dp: Guard) -> None:
     )
     assert len(result.rows) == 2 and result.rows[0][0] is None  # the grand total is largest
     assert result.rows[0][1] >= result.rows[1][1]
+
+
+def test_charges_made_since_start_name_their_log_row_and_query(dp: Guard) -> None:
+    dp.query(ENFIELD, "alice")
+    [charge] = dp.budget("alice")["charges"]
+    logged = dp.log(analyst="alice")[-1]
+    assert charge["log_id"] == logged["id"] and charge["sql"] == ENFIELD

@@ -18,9 +18,9 @@ from guard.noise.cache import Draw
 from guard.noise.mechanisms import ContributionBounds, group_threshold_delta
 from guard.noise.release import NoiseConfig, Prepared, automatic_threshold, prepare, statistics_for
 from guard.noise.sampling import InsecureSeededSource
+from guard.plan.noisy import NoisyPlan, noisy_rewrite
 from guard.policy.load import load_policy
 from guard.query.analyze import analyze
-from guard.query.noisy import NoisyPlan, noisy_rewrite
 from guard.query.parse import parse
 from guard.query.shape import QueryShape
 from guard.query.validate import validate

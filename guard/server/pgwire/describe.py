@@ -27,11 +27,10 @@ from sqlglot.errors import ParseError, TokenError
 from guard.core import Guard
 from guard.errors import AccessDenied
 from guard.policy.model import NoiseMode
-from guard.query.analyze import analyze
+from guard.query.front import read_query
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT, parse
+from guard.query.parse import DIALECT
 from guard.query.shape import AggFunc, OutputKind, QueryShape
-from guard.query.validate import validate
 from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
 
 __all__ = ["ResultColumn", "dummy_parameters", "guard_columns", "infer_parameter_types", "value_columns"]
@@ -55,11 +54,9 @@ def guard_columns(
     who = policy.analyst(analyst)
     if who is None:
         raise AccessDenied(f"unknown analyst {analyst!r}")
-    tree = parse(sql, policy.limits, parameters)
-    visible = tuple(t for t in policy.tables if who.may_query(t.name))
-    select, table = validate(tree, visible)
+    front = read_query(sql, policy, who, lambda name: guard.backend.table_info(name).types, parameters)
+    shape, table = front.shape, front.table
     types = guard.backend.table_info(table.name).types
-    shape = analyze(select, table, types, policy.limits)
     noised = policy.noise_mode(table, who) is NoiseMode.NOISE
     return tuple(
         ResultColumn(o.name, _output_type(shape, o.kind, o.index, types, noised)) for o in shape.outputs

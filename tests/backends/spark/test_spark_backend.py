@@ -24,7 +24,7 @@ pytest.importorskip("pyspark")
 from pyspark.errors import PySparkException
 
 from guard.backends.spark_backend import SPARK_CAPABILITIES, SparkBackend, check_query
-from guard.query.rewrite import _grouping_id
+from guard.plan.rewrite import _grouping_id
 from guard.query.shape import QueryShape
 
 UKEY_SHIFT = 1 << 63

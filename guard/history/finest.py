@@ -1,0 +1,204 @@
+"""The finest cells of a table: the smallest groups of rows any accepted query can tell apart.
+
+Predicates and groupings may only name dimensions (``guard.query.analyze``), and an
+aggregate's query set also depends on which measures are NULL. So every query set is a
+union of *finest cells*: rows that agree on every dimension and on the NULL-ness of every
+measure. Row-level atoms (``atoms.py``) are then unions of finest cells, and auditing over
+finest-cell ids instead of row ids gives the same decisions with far fewer "rows": the
+audit's cost follows the number of distinct dimension combinations, not the table size.
+
+The cells are read once per (data version, table) with one backend query and kept in a
+private in-memory DuckDB table with the same column types, where a query's own WHERE
+clause selects its cells with the engine's semantics (NULLs, casts) exactly. The table
+holds public dimension values and row counts, never a measure value.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from pyroaring import BitMap
+from sqlglot import exp
+
+from guard.backends.base import Backend, TableInfo
+from guard.history.keys import CellKey, normalized
+from guard.plan.sql import where as _where
+from guard.policy.model import Role, Table
+from guard.query.shape import QueryShape
+
+__all__ = ["FinestCells", "SpaceCells"]
+
+Ids = npt.NDArray[np.int64]
+
+_ID = "__finest_id"
+_ROWS = "__rows"
+_UNITS = "__units"
+
+
+def _plain(value: object, engine_type: str) -> object:
+    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL; a DATE
+    column's timestamps as dates), so that its key matches the answer's."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.date() if engine_type.upper() == "DATE" else value.to_pydatetime()
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
+def _null_flag(measure: str) -> str:
+    return f"__null_{measure}"
+
+
+@dataclass(frozen=True)
+class SpaceCells:
+    """One aggregate's query sets in one answer: per cell key, its sorted finest-cell ids."""
+
+    space: str
+    #: the column whose non-NULL rows the aggregate reads (None: every row)
+    column: str | None
+    #: indexes into the query's aggregates that read these query sets
+    aggregates: frozenset[int]
+    cells: dict[CellKey, Ids]
+
+
+class FinestCells:
+    """The finest cells of one table at one data version (thread-safe reads)."""
+
+    def __init__(self, backend: Backend, table: Table, info: TableInfo) -> None:
+        self.table = table.name
+        self.data_version = info.data_version
+        self._dimensions = tuple(c.lower() for c in table.names(Role.DIMENSION))
+        self._measures = tuple(c.lower() for c in table.names(Role.MEASURE))
+        self._types = {c: info.types[c] for c in (*self._dimensions, *self._measures) if c in info.types}
+        self._one_row_per_unit = info.one_row_per_unit
+        self._lock = threading.Lock()
+        self._con = duckdb.connect(":memory:")
+        self._load(backend)
+
+    @property
+    def count(self) -> int:
+        """Number of finest cells."""
+        return int(self._rows.size)
+
+    def units(self, ids: Ids) -> int:
+        """Privacy units in the union of finest cells ``ids``."""
+        if ids.size == 0:
+            return 0
+        if self._unit_maps is None:
+            return int(self._rows[ids].sum())
+        return len(BitMap.union(*(self._unit_maps[int(i)] for i in ids)))
+
+    def rows(self, ids: Ids) -> int:
+        """Rows in the union of finest cells ``ids``."""
+        return int(self._rows[ids].sum())
+
+    def query_sets(
+        self, shape: QueryShape, spaces: Sequence[tuple[str, str | None, frozenset[int]]]
+    ) -> list[SpaceCells]:
+        """Per (space, filter column, aggregates): every cell of ``shape`` (all its grouping
+        levels) with the finest cells of its query set. Empty query sets are left out."""
+        found = []
+        keys = [k.lower() for k in shape.group_by]
+        for space, column, aggregates in spaces:
+            query = exp.select(exp.column(_ID, quoted=True), *[exp.column(k, quoted=True) for k in keys])
+            query = query.from_("finest")
+            condition = _where(shape.predicates)
+            if condition is not None:
+                query = query.where(condition)
+            present = self._present(column)
+            if present is not None:
+                query = query.where(present)
+            with self._lock:
+                frame = self._con.execute(query.sql(dialect="duckdb")).df()
+            ids = frame[_ID].to_numpy(dtype=np.int64)
+            cells: dict[CellKey, Ids] = {}
+            for level in shape.levels:
+                if not level:
+                    if ids.size:
+                        cells[(level, ())] = np.sort(ids)
+                    continue
+                columns = [k.lower() for k in level]
+                groups = frame.groupby(columns, dropna=False, sort=False).indices
+                for values, positions in groups.items():
+                    values = values if isinstance(values, tuple) else (values,)
+                    plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
+                    key = (level, tuple(normalized(v) for v in plain))
+                    cells[key] = np.sort(ids[positions])
+            found.append(
+                SpaceCells(
+                    space,
+                    column,
+                    aggregates,
+                    cells,
+                )
+            )
+        return found
+
+    def close(self) -> None:
+        self._con.close()
+
+    def _present(self, column: str | None) -> exp.Expr | None:
+        """The finest-table condition for rows where ``column`` is not NULL."""
+        if column is None:
+            return None
+        name = column.lower()
+        if name in self._measures:
+            return exp.Not(this=exp.column(_null_flag(name), quoted=True))
+        return exp.Not(this=exp.Is(this=exp.column(name, quoted=True), expression=exp.Null()))
+
+    def _load(self, backend: Backend) -> None:
+        dims = [exp.column(d, quoted=True) for d in self._dimensions]
+        flags = [
+            exp.alias_(
+                exp.Is(this=exp.column(m, quoted=True), expression=exp.Null()), _null_flag(m), quoted=True
+            )
+            for m in self._measures
+        ]
+        keys: list[exp.Expr] = [*dims, *[exp.column(_null_flag(m), quoted=True) for m in self._measures]]
+        projections: list[exp.Expr] = [
+            *[d.copy() for d in dims],
+            *flags,
+            exp.alias_(exp.Count(this=exp.Star()), _ROWS, quoted=True),
+        ]
+        if not self._one_row_per_unit:
+            units = exp.ArrayAgg(this=exp.Distinct(expressions=[exp.column("_uid", quoted=True)]))
+            projections.append(exp.alias_(units, _UNITS, quoted=True))
+        query = exp.select(*projections).from_(exp.to_table(self.table, quoted=True))
+        if keys:
+            query = query.group_by(*[k.copy() for k in keys]).order_by(
+                *[exp.Ordered(this=k.copy(), nulls_first=True) for k in keys]
+            )
+        result = backend.execute(query)
+        width = len(self._dimensions) + len(self._measures)
+        self._rows = np.asarray([row[width] for row in result.rows], dtype=np.int64)
+        self._unit_maps: list[BitMap] | None = None
+        if not self._one_row_per_unit:
+            self._unit_maps = [BitMap(row[width + 1] or []) for row in result.rows]
+        frame = pd.DataFrame(
+            {
+                _ID: np.arange(len(result.rows), dtype=np.int64),
+                **{
+                    d: pd.Series([row[i] for row in result.rows], dtype=object)
+                    for i, d in enumerate(self._dimensions)
+                },
+                **{
+                    _null_flag(m): [bool(row[len(self._dimensions) + j]) for row in result.rows]
+                    for j, m in enumerate(self._measures)
+                },
+            }
+        )
+        casts = [f'"{_ID}"']
+        casts += [f'CAST("{d}" AS {self._types.get(d, "VARCHAR")}) AS "{d}"' for d in self._dimensions]
+        casts += [f'"{_null_flag(m)}"' for m in self._measures]
+        self._con.register("_cells", frame)
+        try:
+            self._con.execute(f"CREATE TABLE finest AS SELECT {', '.join(casts)} FROM _cells")
+        finally:
+            self._con.unregister("_cells")

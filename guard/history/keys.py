@@ -1,0 +1,41 @@
+"""How the history audit names released cells and the spaces they are audited in.
+
+A cell of an answer is its grouping level (the keys not rolled up) and those keys'
+values, as they read after a round trip through the JSON log, so that the online audit
+and the offline replay of a log name the same cell the same way. The space is the
+auditor a statistic feeds: ``count`` for COUNT, ``sum(m)`` for SUM(m) and AVG(m) (AVG is
+audited as the SUM on the same query set).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from guard.query.shape import AggFunc
+
+__all__ = ["COUNT_SPACE", "CellKey", "normalized", "space_of"]
+
+COUNT_SPACE = "count"
+
+#: a cell of an answer: its grouping level (keys not rolled up) and those keys' values
+CellKey = tuple[tuple[str, ...], tuple[Any, ...]]
+
+
+def normalized(value: Any) -> Any:
+    """A group-key value as it reads after a round trip through the JSON log."""
+    return json.loads(json.dumps(value, default=_text))
+
+
+def space_of(func: AggFunc, column: str | None) -> tuple[str, str | None]:
+    """(auditor space, column whose non-NULL rows form the query set; None: every row)."""
+    if func is AggFunc.COUNT:
+        return COUNT_SPACE, column
+    return f"sum({column})", column
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dt.date | dt.datetime | dt.time):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,66 @@
+"""The query sets of the independent released queries, in the order of M's rows.
+
+The compact span audit keeps no r x atoms matrix, so when it needs an atom's column
+(which released queries contain it) it reads it here, from one representative row.
+Bitmaps keep this history small and make membership and intersection fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from guard.history.modular import SUM_CHUNK
+from guard.history.rowsets import RowIds, as_bitmap, as_row_ids
+
+__all__ = ["ReleasedSets"]
+
+
+class ReleasedSets:
+    """Released query sets (row i of M) with the caller's tag for each."""
+
+    def __init__(self) -> None:
+        self._sets: list[BitMap] = []
+        self._tags: list[Hashable] = []
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+    def append(self, rows: RowIds, tag: Hashable) -> None:
+        self._sets.append(as_bitmap(rows))
+        self._tags.append(tag)
+
+    def column(self, row: int) -> npt.NDArray[np.bool_]:
+        """Which released sets contain ``row``: the column of its atom in M."""
+        return np.fromiter((row in s for s in self._sets), dtype=bool, count=len(self._sets))
+
+    def weighted_membership(
+        self, sorted_rows: RowIds, weights: npt.NDArray[np.int64], support: RowIds, p: int
+    ) -> npt.NDArray[np.int64]:
+        """For each row of ``sorted_rows``: the sum mod p of ``weights[i]`` over the sets i in
+        ``support`` that contain it (one bitmap intersection per set)."""
+        probe = as_bitmap(sorted_rows)
+        slot = np.zeros(int(sorted_rows[-1]) + 1 if sorted_rows.size else 0, dtype=np.int64)
+        slot[sorted_rows] = np.arange(sorted_rows.size)
+        total = np.zeros(sorted_rows.size, dtype=np.int64)
+        for count, i in enumerate(support, start=1):
+            total[slot[as_row_ids(self._sets[i] & probe)]] += weights[i]
+            if count % SUM_CHUNK == 0:  # residues < 2**50: reduce before int64 could overflow
+                total %= p
+        return total % p
+
+    def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
+        """Tags of the sets with a nonzero coefficient."""
+        return tuple(self._tags[i] for i in np.flatnonzero(coefficients))
+
+    def nbytes(self) -> int:
+        """Memory of the stored bitmaps' containers."""
+        total = 0
+        for stored in self._sets:
+            stats = stored.get_statistics()
+            total += stats["n_bytes_array_containers"]
+            total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
+        return total

@@ -1,0 +1,315 @@
+"""The online history audit: no answer may complete a disclosure with earlier answers.
+
+Before an answer leaves, each of its published cells is checked, in order, against
+everything released before in its *audit state*: one per (data version, table, space,
+scope). The space is ``count`` or ``sum(m)`` (``cellsets.space_of``: AVG is audited as
+the SUM on its query set). The scope is ``all`` by default, so the answers of every
+analyst feed one state (A's SUM(EE) and B's SUM(EE and male) disclose together); the
+policy may declare administratively isolated groups, each with its own state.
+
+A cell's query set is its set of finest cells (``finest.py``). The checks, cheapest first:
+
+1. implied: the cell's value follows from earlier releases: released, nothing changes;
+2. overlap control (``max_overlap``, off by default): the query set may share at most
+   that many privacy units with any earlier released one (a repeat is exempt);
+3. exact span audit (``span.py``): releasing the cell must not make the total of any
+   group of fewer than k privacy units derivable;
+4. partial disclosure (``tolerance``, off by default): an LP over the declared bounds
+   must not pin such a group's total to an interval narrower than ``tolerance`` x its
+   a-priori range (``intervals.py``).
+
+A cell failing a check is withheld: :meth:`HistoryScreen.screen` returns which cells
+and a note naming the control, and the guard builds the answer with them withheld
+(NULL, flagged ``suppressed``); an answer all of whose values are withheld is refused
+with that control's message. Messages never hold a value or another analyst's query. Checks 1-3 read query
+sets only, so their decisions are simulatable (the same on any two databases that agree
+on what was released); check 4 reads released values and the candidate's true value,
+so its refusals are not, which is why it is off by default.
+
+Each released query set is persisted (``audit_sets``) in the transaction of the answer's
+log row, and an audit state is rebuilt from them when first needed after a restart.
+Withholding a cell only ever releases less than the cell protection allowed, so linked
+tables and earlier suppression patterns stay safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+from pyroaring import BitMap
+
+from guard.backends.base import Backend, TableInfo
+from guard.cells import CellGrid
+from guard.errors import QueryRefused
+from guard.history.finest import FinestCells, Ids, SpaceCells
+from guard.history.intervals import IntervalAudit
+from guard.history.keys import CellKey, normalized, space_of
+from guard.history.rowsets import fingerprint
+from guard.history.span import AtomView, SpanAuditor
+from guard.policy.model import HistoryMode, Policy, Role, Table
+from guard.query.shape import AggFunc, OutputKind, QueryShape
+from guard.result import Flag, ProtectedResult
+from guard.state.records import AuditedSet, HistoryWrite
+
+__all__ = ["HistoryControl", "HistoryScreen", "Screened"]
+
+_WITHHELD = Flag.SUPPRESSED.value
+
+
+@dataclass
+class _State:
+    """One audit state: the span auditor and what the optional checks need."""
+
+    auditor: SpanAuditor
+    released: list[BitMap] = field(default_factory=list)
+    values: list[float | None] = field(default_factory=list)
+    seen: set[bytes] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Screened:
+    """The audit's verdict on one answer: the (row, column) positions of the answer to
+    withhold, a note saying which controls withheld them, and ``write``, what it
+    released (persisted in the transaction of the answer's log row)."""
+
+    write: HistoryWrite | None
+    withheld: frozenset[tuple[int, int]] = frozenset()
+    notes: tuple[str, ...] = ()
+
+
+class HistoryScreen:
+    """The history audit of one guard. ``screen`` must be called under the guard's
+    release lock (decide-then-release is one step per audit state)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        backend: Backend,
+        load: Callable[[str, str, str, str], list[tuple[bytes, float | None]]],
+    ) -> None:
+        """``load(data_version, table, space, scope)`` returns the persisted sets in order."""
+        self.policy = policy
+        self._backend = backend
+        self._load = load
+        self._settings = policy.protection.history
+        self.k = policy.protection.history_k
+        self._finest: dict[tuple[str, str], FinestCells] = {}
+        self._finest_lock = threading.Lock()
+        self._states: dict[tuple[str, str, str, str], _State] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._settings.audit is HistoryMode.EXACT
+
+    def query_sets(self, shape: QueryShape, table: Table, info: TableInfo) -> list[SpaceCells]:
+        """The finest-cell query sets of every cell ``shape`` may answer (no lock needed)."""
+        spaces: dict[tuple[str, str | None], set[int]] = {}
+        for i, aggregate in enumerate(shape.aggregates):
+            spaces.setdefault(space_of(aggregate.func, aggregate.column), set()).add(i)
+        listed = [(space, column, frozenset(idx)) for (space, column), idx in spaces.items()]
+        return self._cells(table, info).query_sets(shape, listed)
+
+    def screen(
+        self,
+        analyst: str,
+        shape: QueryShape,
+        table: Table,
+        info: TableInfo,
+        result: ProtectedResult,
+        sets: Sequence[SpaceCells],
+        grid: CellGrid,
+        order: Sequence[int],
+    ) -> Screened:
+        """Check every published value of ``result``, name those that would disclose, and
+        release the rest into their audit states (``result`` is not changed). ``order[i]`` is the
+        row of ``grid`` (the answer before protection) behind row i of ``result``.
+
+        Raises:
+            QueryRefused: every value the answer would publish is withheld.
+        """
+        finest = self._cells(table, info)
+        scope = self._settings.scope_of(analyst)
+        matched = [_cell_key(shape, grid, r) for r in order]
+        by_aggregate = {a: s for s in sets for a in s.aggregates}
+        written: list[AuditedSet] = []
+        published = 0
+        withheld: set[tuple[int, int]] = set()
+        controls: set[HistoryControl] = set()
+        for r, key in enumerate(matched):
+            for position, output in enumerate(shape.outputs):
+                if output.kind is not OutputKind.AGGREGATE:
+                    continue
+                value = result.rows[r][position]
+                if value is None or result.flags[r][position] == _WITHHELD:
+                    continue
+                space_cells = by_aggregate[output.index]
+                ids = space_cells.cells.get(key)
+                if ids is None or ids.size == 0:
+                    # a published cell whose rows the audit cannot name is not released
+                    # unaudited: withhold it
+                    withheld.add((r, position))
+                    controls.add(HistoryControl.UNMATCHED)
+                    continue
+                state = self._state(finest, info, space_cells.space, scope, table)
+                # the LP constrains sums: an average's value is not its query set's sum
+                is_sum = shape.aggregates[output.index].func is AggFunc.SUM
+                total = _number(value) if is_sum else None
+                control = self._check(state, finest, ids, total, table, space_cells.space)
+                if control is not None:
+                    withheld.add((r, position))
+                    controls.add(control)
+                    continue
+                published += 1
+                if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
+                    bitmap = self._remember(state, ids, total)
+                    written.append(
+                        AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
+                    )
+        if withheld and not published:
+            raise QueryRefused(_refusal(_ordered(controls), self.k))
+        notes = (_note(len(withheld), _ordered(controls), self.k),) if withheld else ()
+        write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
+        return Screened(write, frozenset(withheld), notes)
+
+    def close(self) -> None:
+        for cells in self._finest.values():
+            cells.close()
+
+    # -- checks ------------------------------------------------------------------------
+
+    def _check(
+        self, state: _State, finest: FinestCells, ids: Ids, total: float | None, table: Table, space: str
+    ) -> HistoryControl | None:
+        """The control that withholds this query set, or None to release it."""
+        auditor = state.auditor
+        if auditor.implied(ids):
+            return None
+        if self._settings.max_overlap is not None and self._overlaps(state, finest, ids):
+            return HistoryControl.OVERLAP
+        k = self.k
+
+        def small(view: AtomView) -> bool:
+            return finest.units(np.asarray(view.rows, dtype=np.int64)) < k
+
+        if auditor.would_disclose(ids, 0, small, unions=small):
+            return HistoryControl.SPAN
+        if self._settings.tolerance is not None:
+            bounds = _bounds(table, space)
+            if bounds is not None:
+                lp = IntervalAudit(finest, bounds, self._settings.tolerance, k)
+                if lp.too_narrow(state.released, state.values, ids, total):
+                    return HistoryControl.INTERVAL
+        return None
+
+    def _overlaps(self, state: _State, finest: FinestCells, ids: Ids) -> bool:
+        if fingerprint(ids) in state.seen:
+            return False  # a repeat reveals nothing new
+        limit = self._settings.max_overlap
+        assert limit is not None
+        candidate = BitMap(ids.tolist())
+        for earlier in state.released:
+            shared = earlier & candidate
+            if shared and finest.units(np.fromiter(shared, dtype=np.int64)) > limit:
+                return True
+        return False
+
+    # -- states --------------------------------------------------------------------------
+
+    def _remember(self, state: _State, ids: Ids, total: float | None) -> BitMap:
+        bitmap = BitMap(ids.tolist())
+        if self._settings.max_overlap is not None or self._settings.tolerance is not None:
+            state.released.append(bitmap)
+            state.values.append(total)
+            state.seen.add(fingerprint(ids))
+        return bitmap
+
+    def _cells(self, table: Table, info: TableInfo) -> FinestCells:
+        key = (info.data_version, table.name)
+        with self._finest_lock:
+            if key not in self._finest:
+                self._finest[key] = FinestCells(self._backend, table, info)
+            return self._finest[key]
+
+    def _state(self, finest: FinestCells, info: TableInfo, space: str, scope: str, table: Table) -> _State:
+        key = (info.data_version, table.name, space, scope)
+        if key not in self._states:
+            state = _State(SpanAuditor(np.arange(finest.count, dtype=np.int64)))
+            # a restart rebuilds the state from what was released before it, in order
+            for cells, value in self._load(info.data_version, table.name, space, scope):
+                bitmap = BitMap.deserialize(cells)
+                ids = np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
+                state.auditor.release(ids)
+                self._remember(state, ids, value)
+            self._states[key] = state
+        return self._states[key]
+
+
+def _cell_key(shape: QueryShape, grid: CellGrid, row: int) -> CellKey:
+    """The grouping level and key values of one grid row, as ``finest.query_sets`` names cells."""
+    rolled = grid.rolled_up[row] if grid.rolled_up else (False,) * len(shape.group_by)
+    positions = [i for i in range(len(shape.group_by)) if not rolled[i]]
+    level = tuple(shape.group_by[i] for i in positions)
+    return level, tuple(normalized(grid.keys[row][i]) for i in positions)
+
+
+def _bounds(table: Table, space: str) -> tuple[float, float] | None:
+    """The declared per-row bounds of a ``sum(m)`` space's measure (counts: none)."""
+    if not space.startswith("sum("):
+        return None
+    name = space[4:-1]
+    for column in table.columns:
+        if column.role is Role.MEASURE and column.name.lower() == name.lower():
+            return column.bounds
+    return None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _label(key: CellKey) -> str:
+    level, values = key
+    if not level:
+        return "all rows"
+    return ", ".join(f"{k}={v!r}" for k, v in zip(level, values, strict=True))
+
+
+class HistoryControl(Enum):
+    """The check of the history audit that withheld a value."""
+
+    INTERVAL = "interval"
+    OVERLAP = "overlap"
+    SPAN = "span"
+    UNMATCHED = "unmatched"
+
+
+def _ordered(controls: set[HistoryControl]) -> list[HistoryControl]:
+    return sorted(controls, key=lambda c: c.value)
+
+
+_CONTROL_TEXT = {
+    HistoryControl.SPAN: "exact history audit: with answers already given, it would reveal the total of "
+    "a group of fewer than k={k} respondents",
+    HistoryControl.OVERLAP: "overlap control: its rows overlap an earlier answer's by more than the policy "
+    "allows",
+    HistoryControl.UNMATCHED: "history audit: it cannot tell which rows the cell covers",
+    HistoryControl.INTERVAL: "partial-disclosure audit: with answers already given, it would pin the total "
+    "of a group of fewer than k={k} respondents to too narrow an interval",
+}
+
+
+def _refusal(controls: list[HistoryControl], k: int) -> str:
+    reasons = "; ".join(_CONTROL_TEXT[c].format(k=k) for c in controls)
+    return (
+        f"refused by the {reasons}. Ask about groups that differ from earlier questions by at least "
+        f"k={k} respondents, or group by fewer dimensions"
+    )
+
+
+def _note(withheld: int, controls: list[HistoryControl], k: int) -> str:
+    reasons = "; ".join(_CONTROL_TEXT[c].format(k=k) for c in controls)
+    return f"{withheld} value(s) withheld by the {reasons}"

@@ -1,0 +1,564 @@
+"""Exact Audit Expert for SUM / COUNT / AVG: is an atom's total derivable from what was released?
+
+Every released SUM is a 0/1 row over atoms (``atoms.py``); an atom's total is derivable
+iff its unit vector lies in the row span of the released rows. AVG released together
+with its COUNT is the SUM on the same query set (without the COUNT, auditing it as the
+SUM is conservative); COUNT over a sensitive condition is the SUM of an indicator. Keep
+one auditor per (data version, table, measure), fed by every analyst who may collude.
+
+Compact scheme (docs/ARCHITECTURE.md). With r independent released rows, keep a basis
+B of r atoms whose r x r submatrix M = A[:, B] is invertible, M^-1, secret random row
+weights lambda (K copies; an atom's weight is the sum over its rows, so a cut atom's
+weight splits exactly), and y = M^-1 w with w_i the weight of query i's non-basis
+atoms. Basis atom b_j is derivable iff row j of M^-1 A[:, not B] is zero, i.e. (w.h.p.)
+iff y_j = 0 in every copy; non-basis atoms never are. Memory is O(r^2 + rows + atoms),
+never r x atoms. When an atom is cut, its column is duplicated into both parts: the
+outside part keeps the basis role and y_j grows by the inside part's weight.
+
+A new query that cuts an atom, or covers rows no released query covers, is independent.
+Otherwise it is dependent iff its weight minus that of its basis atoms minus q_B . y is
+0 in every copy. An independent query adds one basis atom c with q's Schur complement
+s != 0 (a bordered, rank-one update of M^-1 and y, in ``basis.py``). The choice of c
+avoids reading history in the common cases: part of the never-queried atom (column 0,
+so M^-1 a_c = 0) or the inside part of a cut basis atom (M^-1 a_c = e_j); otherwise the
+column of c is read from the stored query sets (``released.py``).
+
+Arithmetic is modulo a secret random prime p in [2**49, 2**50), exact for a given p.
+The only unsafe error is calling an independent query dependent (it would then be
+answered unaudited). Over D decisions with rank at most r its probability is at most
+    D * (2**(-32 K) + L / P),
+where 2**-32 is the chance that 32-bit random weights hide a nonzero residual,
+L = log2(H) / 49 bounds how many primes of 49+ bits divide a nonzero (r+1) x (r+1)
+0/1 determinant (H its Hadamard bound), and P ~ 1.6e13 is the number of primes p may
+be. For K = 2, r = 1,000: 5e-20 + 5e-12 per decision. A false "derivable" (probability
+<= 2**(-32 K) per atom) only refuses a safe query. Decisions read query sets and earlier
+releases only, never values: refusals are simulatable.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from guard.history.atoms import AtomPartition, Refinement
+from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
+from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, random_prime, sum_mod
+from guard.history.released import ReleasedSets
+from guard.history.rowsets import QuerySet, RowIds, as_row_ids
+
+__all__ = ["AtomDisclosure", "AtomView", "SensitivePredicate", "SpanAuditor"]
+
+Ids = npt.NDArray[np.int64]
+Residues = npt.NDArray[np.int64]
+
+# Moved basis positions compared one by one against every y in the pair search; more are
+# searched in one sorted copy of y.
+_DIRECT_SEARCHES = 16
+# Atoms inside the query tried one by one before the batched search (each costs r lookups).
+_QUICK_TRIES = 4
+
+
+@dataclass(frozen=True, eq=False)
+class AtomView:
+    """An atom as a per-atom predicate sees it: id, row ids, number of privacy units."""
+
+    atom: int
+    rows: RowIds
+    units: int
+
+
+@dataclass(frozen=True)
+class AtomDisclosure:
+    """An atom whose total is (or would become) derivable from released answers.
+
+    ``queries``: tags of the earlier releases that, with the candidate query, determine
+    it (for forensics and the offline audit; never for an analyst's refusal message).
+    """
+
+    atom: int
+    rows: int
+    units: int
+    queries: tuple[Hashable, ...]
+    #: for a union of two atoms (``atom`` is then -1): both atoms, else ()
+    atoms: tuple[int, ...] = ()
+
+
+#: extra test of a derivable atom: True means its total must stay hidden whatever its size
+SensitivePredicate = Callable[[AtomView], bool]
+
+
+@dataclass(frozen=True, eq=False)
+class _Growth:
+    """What an independent query adds: cut atoms' part weights, the new basis atom, new y."""
+
+    weight_in: Residues  # per cut atom: weight of its inside part (the outside keeps the id)
+    weight_out: Residues
+    new_atom: int  # c, the atom joining the basis
+    border: Border
+    y: Residues  # (r + 1) x K after the release
+    changed: Ids  # basis positions whose atom is cut or new: "derivable before" says nothing
+
+
+@dataclass(frozen=True, eq=False)
+class _Step:
+    """The effect one query set would have; computed without changing the auditor."""
+
+    cut: Refinement
+    in_query: Ids  # basis positions of the atoms the query covers whole
+    growth: _Growth | None  # None: implied by earlier releases
+
+
+class SpanAuditor:
+    """Online exact audit of SUM releases over one table's rows (see the module docstring).
+
+    ``unit_of_row[rid]`` gives the privacy unit of each row id ``0 .. N-1``. ``prime``
+    (tests only) must be a prime below 2**50; by default a secret one is drawn.
+    ``copies`` is K, the number of independent random weightings. ``random_bytes`` is
+    the entropy source (``secrets.token_bytes``; tests may pass a seeded one).
+    Not thread-safe: the caller serializes decide-then-release per audit state.
+    """
+
+    def __init__(
+        self,
+        unit_of_row: npt.ArrayLike,
+        *,
+        prime: int | None = None,
+        copies: int = 2,
+        random_bytes: Callable[[int], bytes] = secrets.token_bytes,
+    ) -> None:
+        if copies < 1:
+            raise ValueError(f"copies={copies}: at least one random weighting is needed")
+        if prime is not None and not (prime < 1 << PRIME_BITS and is_probable_prime(prime)):
+            raise ValueError(f"prime={prime} is not a prime below 2**{PRIME_BITS}; pass None to draw one")
+        self._p = prime if prime is not None else random_prime(random_bytes=random_bytes)
+        self._partition = AtomPartition(unit_of_row)
+        n_rows = self._partition.row_count
+        # 32-bit weights: sums over any table below 2**31 rows stay exact in int64. One
+        # contiguous array per copy, because gathering a query's rows per copy is fastest.
+        raw = np.frombuffer(random_bytes(4 * n_rows * copies), dtype=np.uint32)
+        self._row_weight = raw.reshape(copies, n_rows)
+        self._atom_weight = np.zeros((16, copies), dtype=np.int64)
+        self._atom_weight[0] = self._row_weight.sum(axis=1, dtype=np.int64) % self._p
+        self._basis_pos = np.full(16, -1, dtype=np.int64)  # per atom: its basis position, or -1
+        self._basis = InverseBasis(self._p, copies)
+        self._released = ReleasedSets()  # the independent released query sets: the rows of M
+        self._uncovered: int | None = 0  # the atom no released query touches (column 0)
+        self._version = 0
+        self._cache: tuple[tuple[int, ...], _Step] | None = None  # the last step, by cheap key
+        self._index: dict[int, list[int]] | None = None  # built on the first pair search
+
+    @property
+    def partition(self) -> AtomPartition:
+        """The atoms (read-only for callers: only ``release`` may refine them)."""
+        return self._partition
+
+    @property
+    def prime(self) -> int:
+        return self._p
+
+    @property
+    def rank(self) -> int:
+        """Number of independent released queries = size of the atom basis (<= atom count)."""
+        return self._basis.rank
+
+    def nbytes(self) -> int:
+        """Memory of the audit state, O(r^2 + rows + atoms), without the stored query sets."""
+        arrays = (self._row_weight, self._atom_weight, self._basis_pos)
+        return self._partition.nbytes() + self._basis.nbytes() + sum(a.nbytes for a in arrays)
+
+    def history_nbytes(self) -> int:
+        """Memory of the stored query sets (bitmaps), which the column lookups read."""
+        return self._released.nbytes()
+
+    def implied(self, query_set: QuerySet) -> bool:
+        """True when the SUM over ``query_set`` follows from earlier releases (answer it, change nothing)."""
+        return self._step(query_set).growth is None
+
+    def would_disclose(
+        self,
+        query_set: QuerySet,
+        k: int,
+        sensitive: SensitivePredicate | None = None,
+        *,
+        unions: SensitivePredicate | None = None,
+    ) -> list[AtomDisclosure]:
+        """Atoms whose total releasing ``query_set`` would newly make derivable, among those with
+        fewer than ``k`` privacy units or for which ``sensitive`` says True. Changes nothing.
+
+        Unions of two atoms that would newly become derivable (while neither atom is) are
+        reported too when they have fewer than ``k`` units or ``unions`` says True for
+        them (an AtomView with atom -1). With one row per unit and k <= 3 every group of
+        fewer than k rows is an atom or a union of two, so the search is then complete.
+
+        Empty when the query is implied. ``sensitive`` must not read hidden values unless the
+        policy accepts that its refusals then leak. ValueError for row ids outside the table.
+        """
+        step = self._step(query_set)
+        if step.growth is None:
+            return []
+        found = []
+        growth = step.growth
+        v: Residues | None = None
+        for position in self._newly_derivable(growth):
+            atom = int(self._basis.atoms[position]) if position < self.rank else growth.new_atom
+            rows, units = self._tentative_atom(step.cut, atom)
+            if units < k or (sensitive is not None and sensitive(AtomView(atom, rows, units))):
+                v = self._basis.combine(step.in_query) if v is None else v
+                queries = self._released.tags(self._basis.bordered_row(position, growth.border, v))
+                found.append(AtomDisclosure(atom, int(rows.size), units, queries))
+        for pair, positions in self._new_pairs(step, growth):
+            parts = [self._tentative_atom(step.cut, atom)[0] for atom in pair]
+            rows = np.sort(np.concatenate(parts))
+            units = self._partition.units_of_rows(rows)
+            if units < k or (unions is not None and unions(AtomView(-1, rows, units))):
+                v = self._basis.combine(step.in_query) if v is None else v
+                combined = sum(
+                    (self._basis.bordered_row(int(j), growth.border, v) for j in positions),
+                    start=np.zeros(self.rank, dtype=np.int64),
+                )
+                queries = self._released.tags(combined % self._p)
+                found.append(AtomDisclosure(-1, int(rows.size), units, queries, atoms=pair))
+        return found
+
+    def release(self, query_set: QuerySet, tag: Hashable = None) -> bool:
+        """Record ``query_set`` as answered; ``tag`` names it in forensics (e.g. the log id).
+
+        Returns False, changing nothing, when the query is implied by earlier releases.
+        The caller decides; ``release`` never refuses.
+        """
+        step = self._step(query_set)
+        if step.growth is None:
+            return False
+        self._commit(step, step.growth, tag)
+        return True
+
+    def determined(self) -> list[AtomDisclosure]:
+        """Every atom whose total is derivable now, whatever its size (the offline audit's view)."""
+        found = []
+        for position in np.flatnonzero(self._basis.derivable()):
+            atom = int(self._basis.atoms[position])
+            queries = self._released.tags(self._basis.inverse_row(int(position)))
+            found.append(
+                AtomDisclosure(atom, self._partition.size(atom), self._partition.units(atom), queries)
+            )
+        return found
+
+    # -- the tentative step ------------------------------------------------------------
+
+    def _step(self, query_set: QuerySet) -> _Step:
+        """The step for ``query_set``; implied / would_disclose / release of one set share it."""
+        rows = as_row_ids(query_set, self._partition.row_count)
+        sums = [int(weights[rows].sum(dtype=np.int64)) for weights in self._row_weight]
+        # Two different sets share size and exact secret weight sums w.p. <= 2**(-32 K).
+        key = (self._version, rows.size, *sums)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        cut = self._partition.plan(rows)
+        whole_pos = self._basis_pos[cut.whole]
+        in_query = whole_pos[whole_pos >= 0]
+        query_weight = np.array(sums, dtype=np.int64) % self._p
+        step = _Step(cut, in_query, self._growth(cut, in_query, query_weight))
+        self._cache = (key, step)
+        return step
+
+    def _growth(self, cut: Refinement, in_query: Ids, query_weight: Residues) -> _Growth | None:
+        p = self._p
+        basis_weight = sum_mod(self._atom_weight[self._atoms_at(in_query)], p)
+        if not cut.cuts_anything and not self._opens_new_rows(cut):
+            residual = (query_weight - basis_weight - sum_mod(self._basis.y[in_query], p)) % p
+            if not residual.any():
+                return None
+
+        weight_in = cut.group_sums(self._row_weight) % p
+        weight_out = (self._atom_weight[cut.split] - weight_in) % p
+        # A cut basis atom keeps its column; its inside part joins the non-basis weights.
+        y = self._basis.y.copy()
+        cut_pos = self._basis_pos[cut.split]
+        y[cut_pos[cut_pos >= 0]] = (y[cut_pos[cut_pos >= 0]] + weight_in[cut_pos >= 0]) % p
+
+        new_atom, new_weight, new_in_query, border = self._new_basis_atom(
+            cut, in_query, weight_in, weight_out
+        )
+        outside = (query_weight - basis_weight - (new_weight if new_in_query else 0)) % p
+        return _Growth(
+            weight_in=weight_in,
+            weight_out=weight_out,
+            new_atom=new_atom,
+            border=border,
+            y=self._basis.bordered_y(y, border, new_weight, in_query, outside),
+            changed=np.append(cut_pos[cut_pos >= 0], self.rank),
+        )
+
+    def _new_basis_atom(
+        self, cut: Refinement, in_query: Ids, weight_in: Residues, weight_out: Residues
+    ) -> tuple[int, Residues, bool, Border]:
+        """(c, weight of c, whether c is in the query, its border) with Schur complement != 0."""
+        p = self._p
+        u = np.zeros(self.rank, dtype=np.int64)
+        uncovered = self._uncovered
+        if uncovered is not None and uncovered in cut.whole:  # a_c = 0: u = 0, s = 1
+            return uncovered, self._atom_weight[uncovered], True, Border(u, ZERO_COLUMN, 1)
+        if uncovered is not None and uncovered in cut.split:
+            i = int(np.flatnonzero(cut.split == uncovered)[0])
+            return int(cut.children[i]), weight_in[i], True, Border(u, ZERO_COLUMN, 1)
+        cut_pos = self._basis_pos[cut.split]
+        if (cut_pos >= 0).any():  # inside part of basis atom j: a_c = M[:, j], u = e_j, s = 1
+            i = int(np.flatnonzero(cut_pos >= 0)[0])
+            u[cut_pos[i]] = 1
+            return int(cut.children[i]), weight_in[i], True, Border(u, int(cut_pos[i]), 1)
+        if cut.cuts_anything:
+            # Both parts share the cut atom's column, and their Schur complements differ by 1.
+            u = self._basis.solve(self._column(int(cut.split[0])))
+            q_u = int(sum_mod(u[in_query], p))
+            if (1 - q_u) % p:
+                return (
+                    int(cut.children[0]),
+                    weight_in[0],
+                    True,
+                    Border(u, DENSE_COLUMN, inverse_mod(1 - q_u, p)),
+                )
+            return int(cut.split[0]), weight_out[0], False, Border(u, DENSE_COLUMN, inverse_mod(-q_u, p))
+        atom = self._unexplained_atom(cut, in_query)
+        u = self._basis.solve(self._column(atom))
+        in_q = bool(np.isin(atom, cut.whole))
+        schur = int(in_q) - int(sum_mod(u[in_query], p))
+        return atom, self._atom_weight[atom], in_q, Border(u, DENSE_COLUMN, inverse_mod(schur, p))
+
+    def _unexplained_atom(self, cut: Refinement, in_query: Ids) -> int:
+        """A non-basis atom c where z = q - q_B M^-1 A is nonzero; one exists since q is independent.
+
+        Only queries that cut nothing and cover no new rows get here. z_c = [c in q] - v . a_c
+        with v = q_B M^-1, and a_c needs only the released sets where v is nonzero. The
+        atoms inside the query are tried first (few, and usually enough), then all others.
+        """
+        p = self._p
+        v = self._basis.combine(in_query)
+        free = self._basis_pos[: self._partition.atom_count] < 0
+        inside = cut.whole[free[cut.whole]]
+        for atom in inside[:_QUICK_TRIES]:
+            if (1 - int(sum_mod(v[self._column(int(atom))], p))) % p:
+                return int(atom)
+        support = np.flatnonzero(v)
+        found = self._first_unexplained(inside[_QUICK_TRIES:], 1, v, support)
+        if found is None:
+            free[cut.whole] = False
+            found = self._first_unexplained(np.flatnonzero(free), 0, v, support)
+        if found is None:
+            raise RuntimeError("span audit invariant broken: an independent query has no free atom")
+        return found
+
+    def _first_unexplained(self, atoms: Ids, in_query: int, v: Residues, support: Ids) -> int | None:
+        """The first of ``atoms`` (all in, or all out of, the query) with z_c != 0, if any."""
+        if not atoms.size:
+            return None
+        representatives = self._partition.representatives(atoms)
+        by_row = np.argsort(representatives)
+        explained = self._released.weighted_membership(representatives[by_row], v, support, self._p)
+        unexplained = np.flatnonzero((in_query - explained) % self._p)
+        return int(atoms[by_row[unexplained[0]]]) if unexplained.size else None
+
+    def _column(self, atom: int) -> npt.NDArray[np.bool_]:
+        """a: which independent released queries contain ``atom`` (read from the stored sets)."""
+        return self._released.column(self._partition.representative(atom))
+
+    def _atoms_at(self, positions: Ids) -> Ids:
+        return self._basis.atoms[positions] if positions.size else positions
+
+    def _opens_new_rows(self, cut: Refinement) -> bool:
+        """The query covers rows no released query covers (so it cannot be implied)."""
+        return self._uncovered is not None and (self._uncovered in cut.whole or self._uncovered in cut.split)
+
+    # -- reading a step ------------------------------------------------------------------
+
+    def _newly_derivable(self, growth: _Growth) -> Ids:
+        """Basis positions (r = the new atom) derivable after the step but not, as is, before."""
+        r = self.rank
+        fresh = np.ones(r + 1, dtype=bool)
+        fresh[:r] = ~self._basis.derivable()
+        fresh[growth.changed] = True
+        return np.flatnonzero(~growth.y.any(axis=1) & fresh)
+
+    def _new_pairs(self, step: _Step, growth: _Growth) -> list[tuple[tuple[int, int], tuple[int, ...]]]:
+        """Pairs of atoms whose union is derivable after ``step`` but not before, with the
+        basis positions among them.
+
+        A 0/1 combination x of atoms lies in the row span iff x_B M^-1 A_N = x_N, i.e.
+        (w.h.p. over the secret weights) iff sum_{j in x, basis} y_j = sum_{a in x, not
+        basis} weight_a in every copy. Two non-basis atoms never qualify (their weights
+        are independent and random), so a pair holds a basis atom j and either another,
+        j' with y_j + y_j' = 0, or a non-basis atom a with weight_a = y_j.
+
+        That test reads only y and the weights, so a pair none of whose parts the step
+        moves (a basis position with the same atom and y, a non-basis atom with the same
+        weight) is derivable after iff before: only pairs with a moved part are searched,
+        which keeps the search O(moved parts) lookups, not O(r), per decision.
+        """
+        p = self._p
+        r = self.rank
+        cut = step.cut
+        y = growth.y
+        keys = y[:, 0]
+        basis_atoms = self._basis.atoms
+
+        def atom_at(position: int) -> int:  # after the step: position r is the new atom
+            return growth.new_atom if position == r else int(basis_atoms[position])
+
+        weight_after = {int(a): w for a, w in zip(cut.children, growth.weight_in, strict=True)}
+        weight_after.update({int(a): w for a, w in zip(cut.split, growth.weight_out, strict=True)})
+        changed = set(weight_after) | {growth.new_atom}
+        moved = np.zeros(r + 1, dtype=bool)
+        moved[r] = True
+        moved[growth.changed] = True
+        moved[:r] |= (y[:r] != self._basis.y).any(axis=1)
+        # a y_j of 0 is a single derivable atom (reported as such), never half of a pair
+        moved_positions = [int(j) for j in np.flatnonzero(moved & (keys != 0))]
+        pairs: list[tuple[tuple[int, int], tuple[int, ...]]] = []
+        # (moved basis position, unchanged non-basis atom): the index's entries for atoms
+        # the step changes are stale, and those are searched from the fresh side below
+        index = self._nonbasis_index()
+        for j in moved_positions:
+            for atom in index.get(int(keys[j]), ()):
+                if atom not in changed and np.array_equal(y[j], self._atom_weight[atom]):
+                    pairs.append(((atom_at(j), atom), (j,)))
+        # (any basis position, non-basis atom whose weight the step changes or creates)
+        fresh: dict[int, list[int]] = {}
+        for atom, weight in weight_after.items():
+            if atom != growth.new_atom and (atom >= self._basis_pos.size or self._basis_pos[atom] < 0):
+                fresh.setdefault(int(weight[0]), []).append(atom)
+        if fresh:
+            candidates = np.flatnonzero(np.isin(keys, np.fromiter(fresh, dtype=np.int64)))
+            for j in (int(c) for c in candidates):
+                for atom in fresh[int(keys[j])]:
+                    if np.array_equal(y[j], weight_after[atom]):
+                        pairs.append(((atom_at(j), atom), (j,)))
+        # (moved basis position, any other basis position) with y_j + y_j' = 0
+        searched: set[tuple[int, int]] = set()
+        for first, others in _opposite_keys(keys, moved_positions, p):
+            for other in others:
+                positions = (min(first, other), max(first, other))
+                if positions in searched:
+                    continue
+                searched.add(positions)
+                if not ((y[first] + y[other]) % p).any():
+                    pairs.append(((atom_at(positions[0]), atom_at(positions[1])), positions))
+        parent = {int(c): int(a) for a, c in zip(cut.split, cut.children, strict=True)}
+        return [(pair, positions) for pair, positions in pairs if not self._pair_known(pair, parent)]
+
+    def _pair_known(self, pair: tuple[int, int], parent: dict[int, int]) -> bool:
+        """The pair's union was derivable before the step. ``parent``: cut part -> the
+        atom it was cut from (which keeps its id for the outside part)."""
+        first, second = pair
+        rejoined = parent.get(first) == second or parent.get(second) == first
+        if rejoined:  # the two parts of one cut atom: the old atom itself
+            position = int(self._basis_pos[min(pair)])
+            return position >= 0 and not self._basis.y[position].any()
+        if set(pair) & (set(parent) | set(parent.values())):
+            return False  # a cut part's rows are no union of earlier atoms
+        total = np.zeros(self._atom_weight.shape[1], dtype=np.int64)
+        for atom in pair:
+            position = int(self._basis_pos[atom])
+            total += self._basis.y[position] if position >= 0 else -self._atom_weight[atom]
+        return not (total % self._p).any()
+
+    def _nonbasis_index(self) -> dict[int, list[int]]:
+        """First-copy weight -> the non-basis atoms with it (kept up to date by _commit)."""
+        if self._index is None:
+            self._index = {}
+            count = self._partition.atom_count
+            for atom in np.flatnonzero(self._basis_pos[:count] < 0):
+                self._index.setdefault(int(self._atom_weight[atom, 0]), []).append(int(atom))
+        return self._index
+
+    def _update_index(self, cut: Refinement, growth: _Growth) -> None:
+        """The step's changes to the non-basis atoms: cut ones get new weights, the inside
+        parts join, and the atom entering the basis leaves."""
+        weights = weight_of(cut, growth)
+        for atom in cut.split:
+            if self._basis_pos[atom] < 0:
+                self._reindex(int(atom), int(self._atom_weight[atom, 0]), weights[int(atom)])
+        for atom in cut.children:
+            self._reindex(int(atom), None, weights[int(atom)])
+        new = growth.new_atom
+        if new in weights:
+            self._reindex(new, weights[new], None)
+        elif self._basis_pos[new] < 0:
+            self._reindex(new, int(self._atom_weight[new, 0]), None)
+
+    def _reindex(self, atom: int, old: int | None, new: int | None) -> None:
+        if self._index is None:
+            return
+        if old is not None and atom in self._index.get(old, ()):
+            self._index[old].remove(atom)
+            if not self._index[old]:
+                del self._index[old]
+        if new is not None:
+            self._index.setdefault(new, []).append(atom)
+
+    def _tentative_atom(self, cut: Refinement, atom: int) -> tuple[RowIds, int]:
+        """Rows and units of ``atom`` as it would be after the cut."""
+        child = np.flatnonzero(cut.children == atom)
+        if child.size:
+            return cut.inside(int(child[0])), int(cut.inside_units[child[0]])
+        parent = np.flatnonzero(cut.split == atom)
+        if parent.size:
+            i = int(parent[0])
+            rows = np.setdiff1d(self._partition.rows(atom), cut.inside(i), assume_unique=True)
+            return rows, int(cut.outside_units[i])
+        return self._partition.rows(atom), self._partition.units(atom)
+
+    # -- committing ----------------------------------------------------------------------
+
+    def _commit(self, step: _Step, growth: _Growth, tag: Hashable) -> None:
+        cut = step.cut
+        v = self._basis.combine(step.in_query)  # before the basis grows
+        if self._index is not None:
+            self._update_index(cut, growth)
+        self._partition.apply(cut)
+        self._reserve_atoms(self._partition.atom_count)
+        self._atom_weight[cut.children] = growth.weight_in
+        self._atom_weight[cut.split] = growth.weight_out
+        self._basis_pos[cut.children] = -1
+        self._basis_pos[growth.new_atom] = self.rank
+        self._basis.extend(growth.new_atom, growth.border, v, growth.y)
+        if self._uncovered is not None and self._uncovered in cut.whole:
+            self._uncovered = None
+        self._released.append(cut.rows, tag)
+        self._version += 1
+        self._cache = None
+
+    def _reserve_atoms(self, needed: int) -> None:
+        if needed <= self._basis_pos.size:
+            return
+        capacity = max(needed, 2 * self._basis_pos.size)
+        weight = np.zeros((capacity, self._atom_weight.shape[1]), dtype=np.int64)
+        weight[: self._atom_weight.shape[0]] = self._atom_weight
+        position = np.full(capacity, -1, dtype=np.int64)
+        position[: self._basis_pos.size] = self._basis_pos
+        self._atom_weight, self._basis_pos = weight, position
+
+
+def _opposite_keys(keys: Residues, positions: list[int], p: int) -> list[tuple[int, list[int]]]:
+    """Per position j of ``positions``: the positions j' with keys[j'] = -keys[j] mod p
+    (only those with any). A few positions compare against every key; many (a dense
+    update) search one sorted copy, O(r log r) instead of O(r) each."""
+    wanted = (-keys[positions]) % p
+    if len(positions) <= _DIRECT_SEARCHES:
+        hits = ((j, np.flatnonzero(keys == w)) for j, w in zip(positions, wanted, strict=True))
+    else:
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        low = np.searchsorted(ordered, wanted, side="left")
+        high = np.searchsorted(ordered, wanted, side="right")
+        hits = ((positions[i], order[low[i] : high[i]]) for i in np.flatnonzero(high > low).tolist())
+    return [(j, [int(o) for o in others]) for j, others in hits if len(others)]
+
+
+def weight_of(cut: Refinement, growth: _Growth) -> dict[int, int]:
+    """First-copy weight of each atom the step cuts or creates."""
+    weights = {int(a): int(w[0]) for a, w in zip(cut.children, growth.weight_in, strict=True)}
+    weights.update({int(a): int(w[0]) for a, w in zip(cut.split, growth.weight_out, strict=True)})
+    return weights

@@ -1,0 +1,155 @@
+"""Stage 6: protect the cells and assemble the answer.
+
+:func:`guard.protection.decide.decide` says which cells to withhold (query-set-size
+control, sensitivity rules, secondary suppression over the answer and the linked
+earlier releases, LP audit); this module renders the rows, orders and limits them on
+the protected values only, and writes the notes (counts and rules, never a value).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from guard.cells import CellGrid
+from guard.errors import QueryRefused
+from guard.policy.model import Protection
+from guard.protection.decide import REFUSED_LINKED, Decision, Withheld, WithheldKind, decide
+from guard.protection.linking import Linking, standalone
+from guard.query.shape import OutputKind, QueryShape
+from guard.result import Flag, ProtectedResult
+from guard.rules import query_set_size as qss
+
+__all__ = ["ordered_rows", "protect", "protect_with_decision"]
+
+
+def protect(
+    shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking | None = None
+) -> ProtectedResult:
+    """The protected answer (see :func:`protect_with_decision`)."""
+    return protect_with_decision(shape, grid, protection, linking)[0]
+
+
+def protect_with_decision(
+    shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking | None = None
+) -> tuple[ProtectedResult, Decision]:
+    """Withhold what the controls say, order and limit the rows, and explain.
+
+    ``shape`` may carry more aggregates than its outputs name (hidden sums of averages).
+
+    Raises:
+        QueryRefused: the query has a single cell row and every aggregate it outputs is
+            withheld, or no suppression pattern protects the sensitive cells.
+    """
+    decision = decide(shape, grid, protection, linking or standalone(shape))
+    withheld = decision.withheld
+    shown = sorted({o.index for o in shape.outputs if o.kind is OutputKind.AGGREGATE})
+    if not shape.group_by and grid.cells and shown and all((0, a) in withheld for a in shown):
+        raise QueryRefused(_refusal(grid, withheld[(0, shown[0])], protection))
+
+    released, suppressed = Flag.RELEASED.value, Flag.SUPPRESSED.value
+    rows: list[list[Any]] = []
+    flags: list[list[str]] = []
+    for r, keys in enumerate(grid.keys):
+        cells = grid.cells[r]
+        values: list[Any] = []
+        row_flags: list[str] = []
+        for output in shape.outputs:
+            if output.kind is OutputKind.KEY:
+                values.append(keys[output.index])
+                row_flags.append(released)
+            elif output.kind is OutputKind.GROUPING:
+                values.append(int(bool(grid.rolled_up and grid.rolled_up[r][output.index])))
+                row_flags.append(released)
+            elif (r, output.index) in withheld:
+                values.append(None)
+                row_flags.append(suppressed)
+            else:
+                values.append(cells[output.index].value)
+                row_flags.append(released)
+        rows.append(values)
+        flags.append(row_flags)
+
+    order = ordered_rows(shape, rows)
+    rows = [rows[i] for i in order]
+    flags = [flags[i] for i in order]
+    result = ProtectedResult(
+        columns=[o.name for o in shape.outputs],
+        rows=rows,
+        flags=flags,
+        notes=_notes(shape, grid, decision, protection),
+    )
+    return result, dataclasses.replace(decision, order=tuple(order))
+
+
+def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:
+    k, full = protection.min_query_set_size, protection.allow_full_population
+    if reason.kind is WithheldKind.SECONDARY:
+        return REFUSED_LINKED
+    if reason.rule.startswith(qss.NAME):
+        return qss.refusal_reason(grid.cells[0][0], k, full)
+    return (
+        f"refused by the sensitivity rule {reason.rule}: the cell is dominated by too few "
+        "respondents or has too few of them; widen the WHERE conditions"
+    )
+
+
+def ordered_rows(shape: QueryShape, rows: list[list[Any]]) -> list[int]:
+    """Row order computed on the protected values only: ordering by the hidden values
+    would leak how withheld cells compare. Rows arrive in group-key order (sorted
+    by the engine); ORDER BY re-sorts them stably."""
+    order = list(range(len(rows)))  # the backend returns rows in group-key order
+    for item in reversed(shape.order_by):
+        nulls = [i for i in order if rows[i][item.output] is None]
+        present = [i for i in order if rows[i][item.output] is not None]
+        present.sort(key=lambda i: _sort_key(rows[i][item.output]), reverse=item.descending)
+        order = nulls + present if item.nulls_first else present + nulls
+    start = shape.offset
+    stop = None if shape.limit is None else start + shape.limit
+    return order[start:stop]
+
+
+def _sort_key(value: Any) -> tuple[str, Any]:
+    # values of one column share a type; the type name only separates oddities
+    return ("", value) if isinstance(value, int | float) else (type(value).__name__, value)
+
+
+def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Protection) -> list[str]:
+    shown = {o.index for o in shape.outputs if o.kind is OutputKind.AGGREGATE}
+    withheld = {cell: why for cell, why in decision.withheld.items() if cell[1] in shown}
+    if not withheld:
+        return []
+    total = len(grid.cells) * len(shown)
+    k = protection.min_query_set_size
+    size_rule = f"{qss.NAME}(k={k})"
+    by_rule: dict[str, int] = {}
+    secondary = 0
+    for why in withheld.values():
+        if why.kind is WithheldKind.SECONDARY:
+            secondary += 1
+        else:
+            by_rule[why.rule] = by_rule.get(why.rule, 0) + 1
+    notes = []
+    if size_rule in by_rule:
+        notes.append(
+            f"{by_rule.pop(size_rule)} of {total} cells suppressed by the query-set-size control "
+            f"(each released cell needs at least k={k} respondents and at least {k} outside it)"
+        )
+    if by_rule:
+        listed = ", ".join(f"{rule}: {count}" for rule, count in sorted(by_rule.items()))
+        notes.append(f"{sum(by_rule.values())} of {total} cells suppressed as sensitive ({listed})")
+    if secondary:
+        methods = sorted({r.method for r in decision.reports if r.table is not None and r.suppressed})
+        notes.append(
+            f"{secondary} of {total} cells suppressed as secondary (complementary) cells, so that no "
+            f"sensitive cell can be recomputed from the released cells and totals "
+            f"(method: {', '.join(methods)})"
+        )
+    # only this answer's cells: counting never-released cells would say something about them
+    audited = sum(len(r.requirements.keys() & r.current) for r in decision.reports if r.table is not None)
+    if audited:
+        notes.append(
+            f"LP audit: each of the {audited} sensitive cells in linked tables keeps a feasibility "
+            "interval at least as wide as its protection level"
+        )
+    return notes

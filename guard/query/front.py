@@ -1,0 +1,80 @@
+"""Stages 1-3 in one function: parse, the tables an analyst may see, validate, analyze.
+
+Every caller that needs to know what a SQL text asks goes through :func:`read_query`:
+the guard's query path, the PostgreSQL endpoint's Describe (columns before execution)
+and the offline audit's replay of a log. One function means one allow-list and one set
+of refusal messages, whoever asks: three copies had already started to differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from guard.policy.model import Analyst, Policy, Table
+from guard.query.analyze import analyze
+from guard.query.parameters import Parameter
+from guard.query.parse import DIALECT, parse
+from guard.query.shape import QueryShape
+from guard.query.validate import validate
+
+__all__ = ["FrontResult", "Trace", "read_query", "visible_tables"]
+
+
+@dataclass(frozen=True)
+class FrontResult:
+    """What a SQL text asks: its table (as declared), its shape, and the text to log."""
+
+    table: Table
+    shape: QueryShape
+    #: the statement with its parameters bound as literals (from the tree), or None when
+    #: there were no parameters and the text itself is what was asked
+    bound_sql: str | None
+
+
+@dataclass
+class Trace:
+    """How far a text got through the front stages, for the log of a request that then
+    fails: the bound text once parsed, the table once validated."""
+
+    bound_sql: str | None = None
+    table: Table | None = None
+
+
+def visible_tables(policy: Policy, analyst: Analyst | None) -> tuple[Table, ...]:
+    """The tables ``analyst`` may query (None: every declared table, for the offline audit
+    of a log whose analysts need not be declared). The others do not exist for them."""
+    if analyst is None:
+        return policy.tables
+    return tuple(t for t in policy.tables if analyst.may_query(t.name))
+
+
+def read_query(
+    sql: str,
+    policy: Policy,
+    analyst: Analyst | None,
+    column_types: Callable[[str], Mapping[str, str]],
+    parameters: Sequence[Parameter] | None = None,
+    trace: Trace | None = None,
+) -> FrontResult:
+    """Parse (1), validate against the analyst's visible tables (2), analyze (3).
+
+    ``column_types(table)`` gives the engine's column types of a declared table (read
+    after validation, so an undeclared name never reaches the engine); ``trace``, when
+    given, is filled as the stages pass, so a caller can log what it knows of a request
+    that a later stage rejects.
+
+    Raises:
+        QueryRejected: the text or its shape is not allowed (the message says what to change).
+    """
+    tree: exp.Expr = parse(sql, policy.limits, parameters)
+    bound = tree.sql(dialect=DIALECT) if parameters is not None else None
+    if trace is not None:
+        trace.bound_sql = bound
+    select, table = validate(tree, visible_tables(policy, analyst))
+    if trace is not None:
+        trace.table = table
+    shape = analyze(select, table, column_types(table.name), policy.limits)
+    return FrontResult(table, shape, bound)

@@ -1,0 +1,98 @@
+"""What the state store keeps, as typed records: log rows and what an answer adds to the
+history, the released-cell links and the noise ledger in the same transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from guard.noise.budget import LedgerEntry
+from guard.noise.cache import Draw
+
+__all__ = ["AuditedSet", "HistoryWrite", "LogRecord", "NoiseWrite", "Outcome", "Release", "ReleaseStatus"]
+
+
+class Outcome(Enum):
+    """How a request ended, as the log's ``decision`` column says it."""
+
+    ANSWERED = "answered"
+    #: the shape is not allowed (QueryRejected)
+    REJECTED = "rejected"
+    #: answering would disclose, the budget is spent, or access is denied
+    REFUSED = "refused"
+    #: the policy, the engine or the store failed, or an internal error
+    ERROR = "error"
+    #: ``guard explain``: nothing was released
+    EXPLAINED = "explained"
+
+
+class ReleaseStatus(Enum):
+    """What became of one cell key of an answer, for the linked-table history."""
+
+    PUBLISHED = "published"
+    WITHHELD = "withheld"
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One request as it is logged. ``rows`` holds only released values."""
+
+    analyst: str
+    sql: str
+    decision: Outcome
+    canonical: str | None = None
+    data_version: str | None = None
+    error: str | None = None
+    reason: str | None = None
+    columns: list[str] | None = None
+    rows: list[list[Any]] | None = None
+    flags: list[list[str]] | None = None
+    notes: list[str] | None = None
+    elapsed_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    """One cell key of an answer and whether it was published or withheld."""
+
+    table: str
+    space: str
+    cell_key: str
+    status: ReleaseStatus
+
+
+@dataclass(frozen=True)
+class AuditedSet:
+    """One released query set as the state store keeps it."""
+
+    space: str
+    scope: str
+    label: str
+    #: the finest-cell ids, a serialized roaring bitmap
+    cells: bytes
+    #: the released value (read only by the partial-disclosure LP)
+    value: float | None
+
+
+@dataclass(frozen=True)
+class HistoryWrite:
+    """What an answer adds to the audit history, in the transaction of its log row."""
+
+    data_version: str
+    table: str
+    sets: tuple[AuditedSet, ...]
+
+
+@dataclass(frozen=True)
+class NoiseWrite:
+    """What a noisy answer adds to the store, in the transaction of its log row."""
+
+    data_version: str
+    table: str
+    #: the budget charge (None when the answer repeats what the analyst received)
+    charge: LedgerEntry | None
+    #: new draws, by cache key
+    draws: dict[str, Draw]
+    #: cache keys the analyst receives for the first time
+    received: list[str]

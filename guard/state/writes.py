@@ -1,0 +1,107 @@
+"""What an answer adds to the store beside its log row, inside the log row's transaction:
+the released-cell links, the noise ledger charge, draws and received keys, and the
+history audit's query sets."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+
+from guard.noise.cache import fraction_text
+from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release
+
+__all__ = ["insert_frame", "insert_history", "insert_noise", "insert_releases"]
+
+#: up to this many rows, an insert goes row by row instead of through a registered frame
+ROW_BY_ROW = 16
+
+
+def insert_releases(
+    con: duckdb.DuckDBPyConnection, record: LogRecord, releases: list[Release], log_id: int
+) -> None:
+    # one bulk insert from a data frame: executemany inserts row by row (seconds for
+    # a few thousand cells)
+    frame = pd.DataFrame(
+        {
+            "data_version": [record.data_version] * len(releases),
+            "table_name": [c.table for c in releases],
+            "space": [c.space for c in releases],
+            "cell_key": [c.cell_key for c in releases],
+            "analyst": [record.analyst] * len(releases),
+            "status": [c.status.value for c in releases],
+            "log_id": [log_id] * len(releases),
+        }
+    )
+    insert_frame(con, "released_cells", frame)
+
+
+def insert_noise(
+    con: duckdb.DuckDBPyConnection, record: LogRecord, noise: NoiseWrite, log_id: int, ts: str
+) -> None:
+    if noise.charge is not None:
+        entry = noise.charge
+        accounts = {account: fraction_text(amount) for account, amount in entry.accounts}
+        con.execute(
+            "INSERT INTO budget_ledger VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                entry.sequence,
+                ts,
+                entry.analyst,
+                fraction_text(entry.epsilon),
+                json.dumps(accounts),
+                entry.note,
+                log_id,
+            ],
+        )
+    if noise.draws:
+        keys = list(noise.draws)
+        draws = [noise.draws[k] for k in keys]
+        frame = pd.DataFrame(
+            {
+                "data_version": [noise.data_version] * len(keys),
+                "table_name": [noise.table] * len(keys),
+                "cache_key": keys,
+                "value": [d.value for d in draws],
+                "scale": [fraction_text(d.scale) for d in draws],
+                "epsilon": [fraction_text(d.epsilon) for d in draws],
+                "mechanism": [d.mechanism for d in draws],
+                "log_id": [log_id] * len(keys),
+            }
+        )
+        insert_frame(con, "noise_draws", frame)
+    if noise.received:
+        frame = pd.DataFrame(
+            {
+                "data_version": [noise.data_version] * len(noise.received),
+                "table_name": [noise.table] * len(noise.received),
+                "cache_key": noise.received,
+                "analyst": [record.analyst] * len(noise.received),
+                "log_id": [log_id] * len(noise.received),
+            }
+        )
+        insert_frame(con, "noise_received", frame)
+
+
+def insert_history(con: duckdb.DuckDBPyConnection, history: HistoryWrite, log_id: int) -> None:
+    rows = [
+        [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
+        for i, s in enumerate(history.sets)
+    ]
+    # blobs go row by row: a frame would carry them as Python objects anyway
+    con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+    if len(frame) <= ROW_BY_ROW:
+        # registering a frame costs ~1 ms whatever its size: few rows go one by one
+        marks = ", ".join("?" * len(frame.columns))
+        rows = [list(row) for row in frame.itertuples(index=False, name=None)]
+        con.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
+        return
+    con.register("_frame", frame)
+    try:
+        con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM _frame")
+    finally:
+        con.unregister("_frame")

@@ -1,0 +1,101 @@
+"""Singleton-aware suppression: the sole contributor of a withheld cell knows it, and
+the pattern must hold against them (sdcTable's detectSingletons, tau-ARGUS's singleton
+options). Every attack is also run against the pattern made without singleton
+awareness, to show it is real; the oracle is an LP over the true table with the
+insider's own cell published."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from guard.suppression import TOTAL, Key, Protection, SuppressionOptions, Table, failures, suppress
+from guard.suppression.singletons import relation_violations
+
+EXACT = SuppressionOptions(perturbation=0.0)
+
+
+def _grid(values: list[list[float]]) -> Table:
+    cells: dict[Key, float] = {}
+    rows, cols = len(values), len(values[0])
+    for r, c in itertools.product(range(rows), range(cols)):
+        cells[(r, c)] = values[r][c]
+    for r in range(rows):
+        cells[(r, TOTAL)] = sum(values[r])
+    for c in range(cols):
+        cells[(TOTAL, c)] = sum(values[r][c] for r in range(rows))
+    cells[(TOTAL, TOTAL)] = sum(map(sum, values))
+    return Table.from_cells(cells)
+
+
+def _insider_failures(
+    table: Table, hidden: frozenset[Key], insider: Key, requirements: dict[Key, Protection]
+) -> list[object]:
+    """What the insider (who knows ``insider``) pins among the other sensitive cells."""
+    others = {k: v for k, v in requirements.items() if k != insider}
+    return list(failures(table, hidden - {insider}, others))
+
+
+# row 0: a singleton (50, one person) and a dominated cell (40) side by side
+VALUES = [[50.0, 40.0, 300.0, 310.0], [200.0, 220.0, 240.0, 260.0], [210.0, 230.0, 250.0, 270.0]]
+SINGLETON, OTHER = (0, 0), (0, 1)
+REQUIREMENTS = {SINGLETON: Protection(10.0, 10.0), OTHER: Protection(8.0, 8.0)}
+
+
+def test_the_insider_attack_is_real_without_singleton_awareness() -> None:
+    table = _grid(VALUES)
+    plain = suppress(table, REQUIREMENTS, options=EXACT)
+    hidden = plain.primary | plain.secondary
+    assert failures(table, hidden, REQUIREMENTS) == []  # the outsider learns nothing
+    # the minimal pattern hides the two sensitive cells of row 0 and nothing else there
+    assert {k for k in hidden if k[0] == 0} == {SINGLETON, OTHER}
+    assert _insider_failures(table, hidden, SINGLETON, REQUIREMENTS) != []  # the insider pins OTHER
+
+
+def test_the_pattern_holds_against_the_singleton_contributor() -> None:
+    table = _grid(VALUES)
+    result = suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
+    hidden = result.primary | result.secondary
+    assert failures(table, hidden, REQUIREMENTS) == []
+    assert _insider_failures(table, hidden, SINGLETON, REQUIREMENTS) == []
+    assert len([k for k in hidden if k[0] == 0]) >= 3
+
+
+def test_relation_rule_flags_a_row_with_one_other_withheld_cell() -> None:
+    table = _grid(VALUES)
+    hidden = {table.index(SINGLETON), table.index(OTHER)}
+    broken = relation_violations(table, hidden, {table.index(SINGLETON)}, {table.index(OTHER)})
+    assert [table.relations[r].total for r in broken] == [(0, TOTAL)]
+    # a total and its member that are both singletons are one person: no violation
+    assert relation_violations(table, hidden, {table.index(SINGLETON), table.index(OTHER)}, set()) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_tables_hold_against_every_singleton(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, cols = rng.randint(3, 5), rng.randint(3, 5)
+    values = [[float(rng.randint(100, 400)) for _ in range(cols)] for _ in range(rows)]
+    cells = [(r, c) for r in range(rows) for c in range(cols)]
+    singletons = rng.sample(cells, rng.randint(1, 3))
+    sensitive = set(singletons) | set(rng.sample(cells, 2))
+    for r, c in singletons:
+        values[r][c] = float(rng.randint(5, 60))
+    table = _grid(values)
+    requirements = {k: Protection(0.15 * table.value(k), 0.15 * table.value(k)) for k in sensitive}
+    options = SuppressionOptions(perturbation=0.5)
+    result = suppress(table, requirements, options=options, seed=seed, singletons=singletons)
+    hidden = result.primary | result.secondary
+    assert failures(table, hidden, requirements) == []
+    for insider in singletons:
+        assert _insider_failures(table, hidden, insider, requirements) == [], insider
+
+
+def test_without_singletons_the_pattern_is_unchanged() -> None:
+    table = _grid(VALUES)
+    a = suppress(table, REQUIREMENTS, options=EXACT)
+    b = suppress(table, REQUIREMENTS, options=EXACT, singletons=[])
+    assert a == b
+    assert np.isfinite(a.cost)
