@@ -467,9 +467,7 @@ def append_costs(repeat: int, cells: int) -> dict[str, float]:
     """Median ms of the state store's commit of an answer (internal API): the log row alone
     (a cached answer) and with a fresh answer's noise write (ledger charge, draws and
     received keys, each key new), for one cell and for ``cells`` cells."""
-    from guard.noise.budget import LedgerEntry
-    from guard.noise.cache import Draw
-    from guard.state.records import LogRecord, NoiseWrite, Outcome
+    from guard.state.records import Draw, LedgerEntry, LogRecord, NoiseWrite, Outcome
     from guard.state.store import StateStore
 
     record = LogRecord(

@@ -10,13 +10,11 @@ persists draws.
     composition  exact ε: parsing, sequential split, per-query accountant
     budget       the ledger: per-analyst, group and global limits, atomic charges
     selection    the canonical selection of a cell: what a noisy draw is cached under
-    cache        the cached draw
     release      stage 7: statistics -> ε split, costs, draws, the noisy answer
 """
 
-from guard.noise.budget import BudgetExceeded, Ledger, LedgerEntry
-from guard.noise.cache import Draw
-from guard.noise.composition import EpsilonLike, QueryAccountant, as_epsilon, format_epsilon, split_sequential
+from guard.noise.budget import BudgetExceeded, Ledger
+from guard.noise.composition import QueryAccountant, format_epsilon, split_sequential
 from guard.noise.mechanisms import (
     ContributionBounds,
     NoisyMean,
@@ -36,17 +34,16 @@ from guard.noise.sampling import (
     discrete_laplace,
     grid_laplace,
 )
+from guard.policy.epsilon import EpsilonLike, as_epsilon
 
 # InsecureSeededSource is deliberately not re-exported: tests import it from
 # guard.noise.sampling, production code has no reason to.
 __all__ = [
     "BudgetExceeded",
     "ContributionBounds",
-    "Draw",
     "EpsilonLike",
     "GridSample",
     "Ledger",
-    "LedgerEntry",
     "NoisyMean",
     "NoisyValue",
     "QueryAccountant",

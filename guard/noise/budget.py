@@ -23,33 +23,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 
 from guard.errors import BudgetExhausted
-from guard.noise.composition import EpsilonLike, as_epsilon, format_epsilon
+from guard.noise.composition import format_epsilon
+from guard.policy.epsilon import EpsilonLike, as_epsilon
+from guard.state.records import LedgerEntry
 
-__all__ = ["BudgetExceeded", "Ledger", "LedgerEntry"]
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One charge, as persisted. ``sequence`` numbers charges 1, 2, ... in commit order."""
-
-    sequence: int
-    analyst: str
-    epsilon: Fraction
-    #: seconds since the epoch when the charge was made
-    at: float
-    #: free text tying the charge to its query (e.g. the query log id)
-    note: str = ""
-    #: per-account amounts that differ from ``epsilon`` (``"global"``, ``"group:<name>"``),
-    #: e.g. 0 globally for an answer already drawn for another analyst
-    accounts: tuple[tuple[str, Fraction], ...] = ()
-
-    def amount(self, account: str) -> Fraction:
-        """What this charge spent from ``account``."""
-        return dict(self.accounts).get(account, self.epsilon)
+__all__ = ["BudgetExceeded", "Ledger"]
 
 
 class BudgetExceeded(BudgetExhausted):

@@ -18,37 +18,12 @@ Composition rules used by the guard (Dwork & Roth 2014, Thm 3.14 and §2.4 / McS
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TypeAlias
 
-__all__ = ["EpsilonLike", "QueryAccountant", "as_epsilon", "format_epsilon", "split_sequential"]
+from guard.policy.epsilon import EpsilonLike, as_epsilon
 
-#: what callers may pass as an ε or a budget; strings are decimals from policy files
-EpsilonLike: TypeAlias = Fraction | int | float | str
-
-
-def as_epsilon(value: EpsilonLike, *, name: str = "epsilon") -> Fraction:
-    """``value`` as an exact positive rational.
-
-    Floats are read through their shortest decimal repr (``0.1`` → 1/10). Raises
-    ``ValueError`` if the value is not finite and > 0, ``TypeError`` for other types
-    (``bool`` included: ``True`` is never a meaningful ε).
-    """
-    if isinstance(value, Fraction) and value > 0:
-        return value  # the common case inside the mechanisms: already parsed
-    if isinstance(value, bool) or not isinstance(value, Fraction | int | float | str):
-        raise TypeError(f"{name} must be a number or a decimal string, not {type(value).__name__}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    try:
-        exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a decimal number, got {value!r}") from None
-    if exact <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return exact
+__all__ = ["QueryAccountant", "format_epsilon", "split_sequential"]
 
 
 def format_epsilon(value: Fraction) -> str:

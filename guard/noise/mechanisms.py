@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from guard.noise.composition import EpsilonLike, as_epsilon
 from guard.noise.sampling import (
     RandomSource,
     discrete_laplace,
@@ -36,6 +35,7 @@ from guard.noise.sampling import (
     resolve_source,
     round_to_grid,
 )
+from guard.policy.epsilon import EpsilonLike, as_epsilon
 
 __all__ = [
     "ContributionBounds",

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from guard.noise.cache import Draw
 from guard.noise.composition import format_epsilon, split_sequential
 from guard.noise.mechanisms import (
     ContributionBounds,
@@ -57,6 +56,7 @@ from guard.plan.noisy import Statistic
 from guard.protection.answer import ordered_rows
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
+from guard.state.records import Draw
 
 __all__ = ["Costs", "NoiseConfig", "Prepared", "prepare", "spent_note", "statistics_for"]
 

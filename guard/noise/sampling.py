@@ -47,7 +47,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction
 
-from guard.noise.composition import EpsilonLike, as_epsilon
+from guard.policy.epsilon import EpsilonLike, as_epsilon
 
 __all__ = [
     "GridSample",

@@ -27,14 +27,13 @@ from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, ResultSet, TableInfo
 from guard.noise.budget import Ledger
-from guard.noise.cache import Draw
 from guard.noise.release import NoiseConfig, Prepared, prepare, spent_note, statistics_for
 from guard.noise.sampling import RandomSource
 from guard.plan.noisy import noisy_rewrite
 from guard.policy.model import Analyst, Policy, Role, Table
 from guard.query.shape import QueryShape
 from guard.result import ProtectedResult
-from guard.state.records import NoiseWrite
+from guard.state.records import Draw, NoiseWrite
 from guard.state.store import StateStore
 
 __all__ = ["NoiseStage", "NoisyRelease"]

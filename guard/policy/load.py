@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from guard.errors import PolicyError
-from guard.noise.composition import as_epsilon
 from guard.policy.credentials import ScramVerifier, parse_verifier
+from guard.policy.epsilon import as_epsilon
 from guard.policy.model import (
     Analyst,
     BackendSettings,

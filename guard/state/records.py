@@ -5,12 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 from typing import Any
 
-from guard.noise.budget import LedgerEntry
-from guard.noise.cache import Draw
-
-__all__ = ["AuditedSet", "HistoryWrite", "LogRecord", "NoiseWrite", "Outcome", "Release", "ReleaseStatus"]
+__all__ = [
+    "AuditedSet",
+    "Draw",
+    "HistoryWrite",
+    "LedgerEntry",
+    "LogRecord",
+    "NoiseWrite",
+    "Outcome",
+    "Release",
+    "ReleaseStatus",
+    "fraction_from_text",
+    "fraction_text",
+]
 
 
 class Outcome(Enum):
@@ -85,6 +95,40 @@ class HistoryWrite:
 
 
 @dataclass(frozen=True)
+class LedgerEntry:
+    """One charge, as persisted. ``sequence`` numbers charges 1, 2, ... in commit order."""
+
+    sequence: int
+    analyst: str
+    epsilon: Fraction
+    #: seconds since the epoch when the charge was made
+    at: float
+    #: free text tying the charge to its query (e.g. the query log id)
+    note: str = ""
+    #: per-account amounts that differ from ``epsilon`` (``"global"``, ``"group:<name>"``),
+    #: e.g. 0 globally for an answer already drawn for another analyst
+    accounts: tuple[tuple[str, Fraction], ...] = ()
+
+    def amount(self, account: str) -> Fraction:
+        """What this charge spent from ``account``."""
+        return dict(self.accounts).get(account, self.epsilon)
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One released noisy statistic of one cell (the noise cache, ``guard.noise``): the
+    cache key is built from the statistic, its bounds and the cell's canonical
+    selection, never from the SQL text (see ``guard.noise.selection``)."""
+
+    value: float
+    #: noise scale in the statistic's unit
+    scale: Fraction
+    #: ε of the group it was drawn in
+    epsilon: Fraction
+    mechanism: str
+
+
+@dataclass(frozen=True)
 class NoiseWrite:
     """What a noisy answer adds to the store, in the transaction of its log row."""
 
@@ -96,3 +140,13 @@ class NoiseWrite:
     draws: dict[str, Draw]
     #: cache keys the analyst receives for the first time
     received: list[str]
+
+
+def fraction_text(value: Fraction) -> str:
+    """``value`` exactly, as "num/den" (or "num")."""
+    return str(value)
+
+
+def fraction_from_text(text: str) -> Fraction:
+    """Inverse of :func:`fraction_text`."""
+    return Fraction(text)

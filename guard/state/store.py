@@ -18,11 +18,18 @@ from typing import Any
 import duckdb
 
 from guard.errors import BackendError
-from guard.noise.budget import LedgerEntry
-from guard.noise.cache import Draw, fraction_from_text
 from guard.sqlfiles import read_sql, statements
 from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, record_hash, write_head
-from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, ReleaseStatus
+from guard.state.records import (
+    Draw,
+    HistoryWrite,
+    LedgerEntry,
+    LogRecord,
+    NoiseWrite,
+    Release,
+    ReleaseStatus,
+    fraction_from_text,
+)
 from guard.state.writes import insert_history, insert_noise, insert_releases
 
 __all__ = ["GENESIS", "StateStore"]

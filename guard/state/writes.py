@@ -9,8 +9,7 @@ import json
 import duckdb
 import pandas as pd
 
-from guard.noise.cache import fraction_text
-from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release
+from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, fraction_text
 
 __all__ = ["insert_frame", "insert_history", "insert_noise", "insert_releases"]
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guard.errors import BudgetExhausted, codes_for
-from guard.noise.budget import BudgetExceeded, Ledger, LedgerEntry
+from guard.noise.budget import BudgetExceeded, Ledger
+from guard.state.records import LedgerEntry
 
 
 def _ledger(**overrides: object) -> Ledger:

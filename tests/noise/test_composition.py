@@ -6,7 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from guard.noise.composition import QueryAccountant, as_epsilon, format_epsilon, split_sequential
+from guard.noise.composition import QueryAccountant, format_epsilon, split_sequential
+from guard.policy.epsilon import as_epsilon
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guard.backends.base import TableInfo
-from guard.noise.cache import Draw
 from guard.noise.mechanisms import ContributionBounds, group_threshold_delta
 from guard.noise.release import NoiseConfig, Prepared, automatic_threshold, prepare, statistics_for
 from guard.noise.sampling import InsecureSeededSource
@@ -24,6 +23,7 @@ from guard.query.analyze import analyze
 from guard.query.parse import parse
 from guard.query.shape import QueryShape
 from guard.query.validate import validate
+from guard.state.records import Draw
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = load_policy(ROOT / "policies" / "hospital-dp.yaml")
