@@ -178,8 +178,15 @@ class StateStore:
                     insert_history(self._con, history, int(row[0]))
                 self._con.execute("COMMIT")
             except duckdb.Error as exc:
-                self._con.execute("ROLLBACK")
-                raise BackendError(f"cannot write the query log: {str(exc).splitlines()[0]}") from None
+                # a failed COMMIT (disk full) has already ended the transaction: then
+                # ROLLBACK fails too, and that must not hide the error that matters
+                with contextlib.suppress(duckdb.Error):
+                    self._con.execute("ROLLBACK")
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise BackendError(
+                    f"cannot write the query log in {self.path}: {first}; nothing was answered or "
+                    "charged (check the disk of the state folder)"
+                ) from None
             self._last_hash = hash_
             # the record is committed; a head that lags behind only weakens the tail check
             with contextlib.suppress(OSError):

@@ -120,3 +120,38 @@ def test_an_empty_secret_key_is_refused(tmp_path: Path) -> None:
     (tmp_path / "secret.key").write_bytes(b"")
     with pytest.raises(BackendError, match=r"secret key .*secret\.key is empty or truncated"):
         Guard.open(POLICY, state=tmp_path)
+
+
+class _DiskFull:
+    """A connection whose COMMIT fails as on a full disk (DuckDB then ends the
+    transaction itself, so ROLLBACK fails too)."""
+
+    def __init__(self, con: object) -> None:
+        self._con = con
+
+    def execute(self, sql: str, *args: object) -> object:
+        import duckdb
+
+        if sql == "COMMIT":
+            self._con.execute("ROLLBACK")  # type: ignore[attr-defined]
+            raise duckdb.IOException('Could not write file "guard.duckdb.wal": No space left on device')
+        if sql == "ROLLBACK":
+            raise duckdb.TransactionException("cannot rollback - no transaction is active")
+        return self._con.execute(sql, *args)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._con, name)
+
+
+def test_a_full_disk_is_a_store_error_naming_the_store_not_an_internal_error(tmp_path: Path) -> None:
+    with Guard.open(POLICY, state=tmp_path) as guard:
+        guard.query(QUERIES[0], analyst="alice")
+        real = guard.store._con
+        guard.store._con = _DiskFull(real)  # type: ignore[assignment]
+        with pytest.raises(
+            BackendError, match=r"cannot write the query log in .*guard\.duckdb: .*No space left"
+        ):
+            guard.query(QUERIES[1], analyst="alice")
+        guard.store._con = real
+        assert guard.query(QUERIES[1], analyst="alice").rows  # it recovers once there is room
+        assert guard.store.verify() == (2, None)
