@@ -17,7 +17,7 @@ from typing import Any
 from guard.backends import open_backend
 from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid, cells_from_result
-from guard.errors import AccessDenied, GuardError, InternalError, PolicyError, QueryRejected
+from guard.errors import AccessDenied, GuardError, InternalError, NoBudgets, QueryRejected
 from guard.history.finest import SpaceCells
 from guard.history.screen import HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
@@ -267,18 +267,22 @@ class Guard:
             return unlogged  # the store failed too: say that, it is what must be fixed
         return InternalError(f"{reason}; the request is logged as #{log_id}: report it to the data steward")
 
+    def failed_login(self, endpoint: str, user: str | None, address: str) -> None:
+        """Log a failed login at an endpoint (the endpoints' default failed-login hook)."""
+        self.recorder.failed_login(endpoint, user, address)
+
     def budget(self, analyst: str | None = None) -> dict[str, Any]:
         """Privacy budgets (limit, spent, remaining per account) and every charge with
         the query it paid for; only ``analyst``'s own and shared accounts when given.
 
         Raises:
             AccessDenied: ``analyst`` is not declared.
-            PolicyError: the policy has no noise mode (there are no budgets).
+            NoBudgets: the policy has no noise mode (there are no budgets; a PolicyError).
         """
         if analyst is not None:
             self._analyst(analyst)
         if self.noise is None:
-            raise PolicyError(
+            raise NoBudgets(
                 f"{self.policy.path.name}: noise: no table or analyst uses noise mode, so there are no "
                 "privacy budgets; set noise.mode (policies/README.md, noise)"
             )

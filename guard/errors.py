@@ -17,6 +17,7 @@ __all__ = [
     "ErrorCodes",
     "GuardError",
     "InternalError",
+    "NoBudgets",
     "PolicyError",
     "QueryRefused",
     "QueryRejected",
@@ -73,6 +74,10 @@ class PolicyError(GuardError):
     """A policy file is invalid. Messages read ``file: key.path: message``."""
 
 
+class NoBudgets(PolicyError):
+    """The policy answers nothing with noise, so it has no privacy budgets to show."""
+
+
 class BackendError(GuardError):
     """The data engine or the guard's own state store failed."""
 
@@ -99,6 +104,7 @@ _CODES: dict[type[GuardError], ErrorCodes] = {
     BudgetExhausted: ErrorCodes("53400", 429, 3),  # configuration_limit_exceeded
     AccessDenied: ErrorCodes("28000", 401, 3),  # invalid_authorization_specification
     PolicyError: ErrorCodes("F0000", 500, 2),  # config_file_error
+    NoBudgets: ErrorCodes("F0000", 404, 2),  # nothing to show: HTTP's "not found"
     BackendError: ErrorCodes("58000", 502, 2),  # system_error
     InternalError: ErrorCodes("XX000", 500, 2),  # internal_error
     GuardError: ErrorCodes("XX000", 500, 2),  # internal_error

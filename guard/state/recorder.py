@@ -113,6 +113,19 @@ class Recorder:
             )
         )
 
+    def failed_login(self, endpoint: str, user: str | None, address: str) -> int:
+        """Record a failed login (the user name as the client sent it, bounded: it may
+        name nobody) and return its log id."""
+        return self.store.append(
+            LogRecord(
+                analyst=logged_text(user if user is not None else "(bearer token)", 200),
+                sql="",
+                decision=Outcome.LOGIN_FAILED,
+                error="AccessDenied",
+                reason=logged_text(f"failed login on the {endpoint} endpoint from {address}", 400),
+            )
+        )
+
     def failed(self, facts: RequestFacts, error: BaseException, reason: str | None = None) -> int:
         """Record a request that ended in ``error`` (refused, rejected, failed) and return
         its log id. ``reason`` replaces the message of an error that is not a

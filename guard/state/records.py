@@ -35,6 +35,8 @@ class Outcome(Enum):
     ERROR = "error"
     #: ``guard explain``: nothing was released
     EXPLAINED = "explained"
+    #: a failed login at an endpoint (no query was run)
+    LOGIN_FAILED = "login-failed"
 
 
 class ReleaseStatus(Enum):

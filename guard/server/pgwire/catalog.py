@@ -33,6 +33,7 @@ from guard.server.pgwire.catalog_queries import (
 from guard.server.pgwire.settings import SETTINGS
 from guard.server.pgwire.sqlstate import SqlError
 from guard.server.pgwire.types import PG_TYPES, PgType, numeric_typmod, pg_type_of_engine
+from guard.server.serverlog import untrusted
 
 __all__ = [
     "CATALOG_TIMEOUT",
@@ -347,6 +348,6 @@ def _sql_error(error: duckdb.Error) -> SqlError:
     elif isinstance(error, duckdb.InvalidInputException) and " does not exist" in message:
         code = sqlstate.UNDEFINED_TABLE if message.startswith("relation") else sqlstate.UNDEFINED_OBJECT
     else:
-        log.warning("catalog query failed: %s", error)
+        log.warning("catalog query failed: %s", untrusted(error))  # its text may quote the query
         code = sqlstate.INTERNAL_ERROR
     return SqlError(code, message)

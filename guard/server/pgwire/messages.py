@@ -154,12 +154,13 @@ async def read_startup(reader: asyncio.StreamReader) -> StartupPacket:
     return StartupPacket(code, parameters)
 
 
-async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
-    """One typed message: (type byte, body). EOF raises ``asyncio.IncompleteReadError``."""
+async def read_message(reader: asyncio.StreamReader, limit: int = MAX_MESSAGE) -> tuple[bytes, bytes]:
+    """One typed message of at most ``limit`` bytes: (type byte, body). EOF raises
+    ``asyncio.IncompleteReadError``; a longer message is a fatal protocol violation."""
     header = await reader.readexactly(5)
     kind = header[:1]
     (length,) = struct.unpack("!i", header[1:])
-    if not 4 <= length <= MAX_MESSAGE:
+    if not 4 <= length <= limit:
         raise SqlError(sqlstate.PROTOCOL_VIOLATION, f"invalid message length {length}", fatal=True)
     return kind, await reader.readexactly(length - 4)
 

@@ -3,6 +3,10 @@
 Queries run on a thread pool (``workers`` threads): the guard and DuckDB block, the
 event loop never does. :func:`running_pg_server` runs a server on a background
 thread's loop, for tests and scripts that are not asynchronous themselves.
+
+Connections are bounded in number (in all, and per analyst) and in time
+(:class:`~guard.server.limits.ServeLimits`); failed logins are throttled by a
+:class:`~guard.server.throttle.LoginThrottle` that the HTTP API may share.
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from guard.core import Guard
+from guard.server.limits import ServeLimits
+from guard.server.pgwire import sqlstate
 from guard.server.pgwire.answers import Answerer
 from guard.server.pgwire.session import Session, SessionServices
+from guard.server.pgwire.sqlstate import SqlError
 from guard.server.pgwire.startup import StartupContext
+from guard.server.throttle import FailedLoginHook, LoginThrottle, ignore_failed_login
 
 __all__ = ["PgServer", "running_pg_server"]
 
@@ -30,8 +38,12 @@ log = logging.getLogger(__name__)
 class PgServer:
     """Serves ``guard`` to PostgreSQL clients (psql, JDBC, psycopg, SQLAlchemy, ...).
 
-    ``ssl_context``: answer SSLRequest with TLS (else 'N', plain connections only).
-    ``workers``: threads answering queries at once.
+    ``ssl_context``: answer SSLRequest with TLS (else 'N', plain connections only); a
+    plaintext start-up is then refused, unless ``allow_plaintext_loopback`` and the client
+    is on loopback. ``workers``: threads answering queries at once. ``limits`` and
+    ``throttle`` default to their safe defaults (a throttle of its own).
+    :attr:`on_failed_login` ``("postgresql", user, address)`` runs on a worker thread
+    after each failed login (``user`` cut to 200 characters).
     """
 
     def __init__(
@@ -42,6 +54,10 @@ class PgServer:
         port: int = 5433,
         ssl_context: ssl.SSLContext | None = None,
         workers: int = 8,
+        allow_plaintext_loopback: bool = False,
+        limits: ServeLimits | None = None,
+        throttle: LoginThrottle | None = None,
+        on_failed_login: FailedLoginHook = ignore_failed_login,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers={workers}: at least 1 thread is needed")
@@ -50,9 +66,14 @@ class PgServer:
         self._requested_port = port
         self._ssl_context = ssl_context
         self._workers = workers
+        self._allow_plaintext_loopback = allow_plaintext_loopback
+        self.limits = limits or ServeLimits()
+        self.throttle = throttle or LoginThrottle()
+        self.on_failed_login = on_failed_login
         self._server: asyncio.Server | None = None
         self._answerer: Answerer | None = None
-        self._sessions: dict[int, tuple[Session, int]] = {}
+        #: process id -> (session, secret key, analyst)
+        self._sessions: dict[int, tuple[Session, int, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
@@ -67,10 +88,18 @@ class PgServer:
         services = SessionServices(
             answerer=self._answerer,
             startup=StartupContext(
-                self.guard.policy, self._ssl_context, secrets.token_bytes(32), self._cancel
+                self.guard.policy,
+                self._ssl_context,
+                secrets.token_bytes(32),
+                self._cancel,
+                self.throttle,
+                self._allow_plaintext_loopback,
+                self._full,
             ),
             register=self._register,
             unregister=self._unregister,
+            limits=self.limits,
+            on_failed_login=lambda: self.on_failed_login,
         )
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -115,13 +144,28 @@ class PgServer:
         if answerer is not None:
             await asyncio.to_thread(answerer.close)
 
-    def _register(self, session: Session) -> tuple[int, int]:
+    def _full(self) -> str | None:
+        """Why one more session cannot start (every connection counts, logged in or not)."""
+        limit = self.limits.max_connections
+        if len(self._tasks) <= limit:
+            return None
+        return f"sorry, too many clients already: the server holds its limit of {limit} connections"
+
+    def _register(self, session: Session, analyst: str) -> tuple[int, int]:
+        limit = self.limits.max_connections_per_analyst
+        if sum(1 for _, _, name in self._sessions.values() if name == analyst) >= limit:
+            raise SqlError(
+                sqlstate.TOO_MANY_CONNECTIONS,
+                f'too many connections for analyst "{analyst}": the limit is {limit} '
+                "(guard serve --max-connections-per-analyst); close another session",
+                fatal=True,
+            )
         while True:
             process_id = secrets.randbelow(2**31 - 1) + 1
             if process_id not in self._sessions:
                 break
         secret = secrets.randbits(32) - 2**31
-        self._sessions[process_id] = (session, secret)
+        self._sessions[process_id] = (session, secret, analyst)
         return process_id, secret
 
     def _unregister(self, process_id: int) -> None:
@@ -141,8 +185,8 @@ class PgServer:
 def running_pg_server(guard: Guard, **options: Any) -> Iterator[PgServer]:
     """A started :class:`PgServer` on a background thread's event loop; closed on exit.
 
-    ``options`` are :class:`PgServer`'s (host, port, ssl_context, workers); ``port=0``
-    picks a free port.
+    ``options`` are :class:`PgServer`'s (host, port, ssl_context, workers, limits, ...);
+    ``port=0`` picks a free port.
     """
     server = PgServer(guard, **options)
     loop = asyncio.new_event_loop()

@@ -5,6 +5,11 @@ that. Errors become ErrorResponses with their SQLSTATE: the guard's from
 :func:`guard.errors.codes_for`, the endpoint's own from ``sqlstate.py``, and anything
 unexpected a generic XX000 (the details go to the server log, never to the client).
 After an error in the extended protocol, messages are discarded until Sync.
+
+Limits (:class:`~guard.server.limits.ServeLimits`): start-up and login must finish within
+``startup_timeout`` seconds (57014), a logged-in session silent for ``idle_timeout``
+seconds is closed (57P05), SQL text longer than ``max_sql_length`` is refused before it
+is parsed (54000, the session goes on).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guard.errors import GuardError, codes_for
+from guard.server.limits import ServeLimits
 from guard.server.pgwire import messages, sqlstate
 from guard.server.pgwire.answers import Answerer, Ticket
 from guard.server.pgwire.execution import IDLE, StatementRunner
@@ -36,15 +42,15 @@ from guard.server.pgwire.messages import (
 )
 from guard.server.pgwire.results import column_formats, data_rows, row_description
 from guard.server.pgwire.sqlstate import SqlError
-from guard.server.pgwire.startup import StartupContext, start
+from guard.server.pgwire.startup import LoginFailed, StartupContext, start
 from guard.server.pgwire.statements import split
+from guard.server.throttle import FailedLoginHook, after_failure
 
-__all__ = ["AUTHENTICATION_TIMEOUT", "Session", "SessionServices"]
+__all__ = ["Session", "SessionServices"]
 
 log = logging.getLogger(__name__)
 
-#: seconds a client has to finish start-up and authentication (PostgreSQL's default)
-AUTHENTICATION_TIMEOUT = 60.0
+_INTERNAL = "internal error in the guard's PostgreSQL endpoint (see the server log)"
 
 
 @dataclass(frozen=True)
@@ -53,9 +59,13 @@ class SessionServices:
 
     answerer: Answerer
     startup: StartupContext
-    #: registers a session for CancelRequests: returns its (process id, secret key)
-    register: Callable[[Session], tuple[int, int]]
+    #: registers an analyst's session (for CancelRequests and the per-analyst limit):
+    #: returns its (process id, secret key); raises SqlError 53300 over the limit
+    register: Callable[[Session, str], tuple[int, int]]
     unregister: Callable[[int], None]
+    limits: ServeLimits
+    #: the server's failed-login hook, as it is now
+    on_failed_login: Callable[[], FailedLoginHook]
 
 
 class Session:
@@ -69,6 +79,8 @@ class Session:
         self._ticket: Ticket | None = None
         self._skipping = False
         peer = writer.get_extra_info("peername")
+        #: the client's address (no port), as throttling and the loopback check see it
+        self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     def cancel(self) -> None:
@@ -77,12 +89,23 @@ class Session:
             self._ticket.cancel()
 
     async def run(self) -> None:
+        limits = self.services.limits
         try:
-            async with asyncio.timeout(AUTHENTICATION_TIMEOUT):
-                login = await start(self.reader, self.writer, self.services.startup, self.peer)
+            try:
+                async with asyncio.timeout(limits.startup_timeout):
+                    login = await start(self.reader, self.writer, self.services.startup, self.address)
+            except TimeoutError:
+                timeout = limits.startup_timeout
+                log.info("closing a connection from %s: no login within %g s", self.peer, timeout)
+                await self._fatal(sqlstate.QUERY_CANCELED, "canceling authentication due to timeout")
+                return
+            except LoginFailed as failure:
+                hook = self.services.on_failed_login()
+                await after_failure(failure.delay, hook, "postgresql", failure.user, self.address)
+                raise
             if login is None:
                 return
-            self.process_id, secret = self.services.register(self)
+            self.process_id, secret = self.services.register(self, login.analyst)
             runner = StatementRunner(self.services.answerer, login.analyst, login.settings, self.process_id)
             extended = ExtendedProtocol(runner, self.writer.write, self._current_ticket)
             runner.on_deallocate = extended.deallocate
@@ -100,6 +123,9 @@ class Session:
             raise
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError, OSError) as error:
             log.debug("connection from %s ended: %r", self.peer, error)
+        except Exception as error:  # a bug: the client hears of it, the details stay in the log
+            log.error("unexpected error in the session of %s", self.peer, exc_info=error)
+            await self._fatal(sqlstate.INTERNAL_ERROR, _INTERNAL)
         finally:
             if self.process_id:
                 self.services.unregister(self.process_id)
@@ -119,15 +145,29 @@ class Session:
         return self._ticket
 
     async def _serve(self, runner: StatementRunner, extended: ExtendedProtocol) -> None:
+        idle = self.services.limits.idle_timeout
         while True:
-            kind, body = await read_message(self.reader)
+            try:
+                async with asyncio.timeout(idle):
+                    kind, body = await read_message(self.reader)
+            except TimeoutError:
+                log.info("closing the session of %s: idle for %g s", self.peer, idle)
+                raise SqlError(
+                    sqlstate.IDLE_SESSION_TIMEOUT,
+                    f"terminating connection due to idle-session timeout ({idle:g} s)",
+                    fatal=True,
+                ) from None
             try:
                 message = decode_frontend(kind, body)
             except SqlError as error:
                 if error.sqlstate == sqlstate.PROTOCOL_VIOLATION:
                     raise SqlError(error.sqlstate, error.message, fatal=True) from None
+                if self._skipping:
+                    continue  # after an error, everything up to Sync is discarded
                 self._send_error(error, runner)  # COPY, function calls: refused, connection kept
-                if kind != b"Q":
+                if kind == b"F":  # a function call is a cycle of its own, as a simple query
+                    await self._ready(runner)
+                elif kind != b"Q":
                     self._skipping = True
                 continue
             if isinstance(message, Terminate):
@@ -139,7 +179,13 @@ class Session:
     async def _dispatch(
         self, message: FrontendMessage, runner: StatementRunner, extended: ExtendedProtocol
     ) -> None:
-        if isinstance(message, Query):
+        if isinstance(message, Query | Parse) and len(message.sql) > self.services.limits.max_sql_length:
+            self._send_error(self._too_long(message.sql), runner)
+            if isinstance(message, Query):
+                await self._ready(runner)
+            else:
+                self._skipping = True
+        elif isinstance(message, Query):
             extended.forget_unnamed()
             await self._simple_query(message.sql, runner)
             if runner.status == IDLE:
@@ -158,6 +204,15 @@ class Session:
             except Exception as error:
                 self._send_error(error, runner)
                 self._skipping = True
+
+    def _too_long(self, sql: str) -> SqlError:
+        limit = self.services.limits.max_sql_length
+        log.warning("refused %d characters of SQL from %s: over --max-sql-length", len(sql), self.peer)
+        return SqlError(
+            sqlstate.PROGRAM_LIMIT_EXCEEDED,
+            f"statement is {len(sql)} characters long; this server accepts at most {limit} "
+            "(guard serve --max-sql-length): send a shorter statement",
+        )
 
     async def _extended_step(self, message: FrontendMessage, extended: ExtendedProtocol) -> None:
         if isinstance(message, Parse):
@@ -211,9 +266,4 @@ class Session:
             log.error(
                 "unexpected error answering %s (session %d)", self.peer, self.process_id, exc_info=error
             )
-            self.writer.write(
-                messages.error_response(
-                    sqlstate.INTERNAL_ERROR,
-                    "internal error in the guard's PostgreSQL endpoint (see the server log)",
-                )
-            )
+            self.writer.write(messages.error_response(sqlstate.INTERNAL_ERROR, _INTERNAL))

@@ -2,9 +2,14 @@
 
 Order, as in PostgreSQL: SSLRequest ('S' and a TLS handshake when the server has a
 certificate, 'N' otherwise) and GSSENCRequest ('N') may come first; a CancelRequest
-is handled and the connection closed; then the StartupMessage, SCRAM-SHA-256 against
-the analyst's stored verifier, and only then the database name. Unknown analysts,
-analysts without a password and wrong passwords all fail with one message.
+is handled and the connection closed (encrypted or not, as PostgreSQL does: older
+clients send it in plaintext); then the StartupMessage. A server with a certificate
+refuses a plaintext start-up (28000, as a ``hostssl`` line of pg_hba would) unless
+plaintext from loopback clients is allowed and the client is one. A full server says so
+(53300); a locked-out user name or address is refused before any password is checked
+(:mod:`guard.server.throttle`). Then SCRAM-SHA-256 against the analyst's stored verifier,
+and only then the database name. Unknown analysts, analysts without a password and
+wrong passwords all fail with one message, after one back-off delay.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guard.policy.model import Policy
+from guard.server.listen import is_loopback
 from guard.server.pgwire import messages, sqlstate
 from guard.server.pgwire.catalog_queries import DATABASE
 from guard.server.pgwire.messages import (
@@ -31,10 +37,15 @@ from guard.server.pgwire.messages import (
 from guard.server.pgwire.scram import MECHANISM, ScramExchange
 from guard.server.pgwire.settings import SessionSettings
 from guard.server.pgwire.sqlstate import SqlError
+from guard.server.serverlog import untrusted
+from guard.server.throttle import LoginThrottle, lockout_message
 
-__all__ = ["Login", "StartupContext", "start"]
+__all__ = ["Login", "LoginFailed", "StartupContext", "start"]
 
 log = logging.getLogger(__name__)
+
+#: longest SASL message read before authentication (PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH)
+_MAX_AUTH = 65_535
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,20 @@ class StartupContext:
     mock_secret: bytes
     #: forwards a CancelRequest: (process id, secret key)
     cancel: Callable[[int, int], None]
+    throttle: LoginThrottle
+    #: with TLS: plaintext start-ups from loopback clients are accepted too
+    allow_plaintext_loopback: bool = False
+    #: None while another session may start, else the refusal (the connection limit)
+    full: Callable[[], str | None] = lambda: None
+
+
+class LoginFailed(SqlError):
+    """Wrong credentials: answered after ``delay`` seconds (the throttle's back-off)."""
+
+    def __init__(self, message: str, user: str, delay: float) -> None:
+        super().__init__(sqlstate.INVALID_PASSWORD, message, fatal=True)
+        self.user = user
+        self.delay = delay
 
 
 @dataclass(frozen=True)
@@ -59,15 +84,25 @@ class Login:
 async def start(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, context: StartupContext, peer: str
 ) -> Login | None:
-    """Negotiate and authenticate. None when the connection only carried a CancelRequest.
+    """Negotiate and authenticate the client at ``peer`` (its address, no port). None
+    when the connection only carried a CancelRequest.
 
     Raises:
-        SqlError: fatal start-up failures (the caller sends them and closes).
+        LoginFailed: wrong credentials (the caller waits its delay, then sends it).
+        SqlError: other fatal start-up failures (the caller sends them and closes).
     """
     packet, encrypted = await _startup_packet(reader, writer, context)
     if packet.code == CANCEL_REQUEST:
         context.cancel(packet.process_id, packet.secret_key)
         return None
+    plaintext_allowed = context.allow_plaintext_loopback and is_loopback(peer)
+    if context.ssl_context is not None and not encrypted and not plaintext_allowed:
+        raise SqlError(
+            sqlstate.INVALID_AUTHORIZATION, "TLS required: connect with sslmode=require", fatal=True
+        )
+    refusal = context.full()
+    if refusal is not None:
+        raise SqlError(sqlstate.TOO_MANY_CONNECTIONS, refusal, fatal=True)
     if packet.code >> 16 != 3:
         raise SqlError(
             sqlstate.FEATURE_NOT_SUPPORTED,
@@ -87,7 +122,12 @@ async def start(
         raise SqlError(
             sqlstate.FEATURE_NOT_SUPPORTED, "replication connections are not supported", fatal=True
         )
+    locked = context.throttle.locked(user, peer)
+    if locked > 0:
+        log.warning("login refused for user %s from %s: locked out", untrusted(user), peer)
+        raise SqlError(sqlstate.INVALID_AUTHORIZATION, lockout_message(locked), fatal=True)
     await _authenticate(reader, writer, context, user, peer)
+    context.throttle.succeeded(user)
     database = parameters.get("database") or user
     if database != DATABASE:
         raise SqlError(
@@ -148,15 +188,14 @@ async def _authenticate(
         reason = (
             "unknown analyst" if analyst is None else "no password" if verifier is None else "wrong password"
         )
-        log.warning("login failed for user %r from %s: %s", user, peer, reason)
-        raise SqlError(
-            sqlstate.INVALID_PASSWORD, f'password authentication failed for user "{user}"', fatal=True
-        )
+        log.warning("login failed for user %s from %s: %s", untrusted(user), peer, reason)
+        delay = context.throttle.failed(user, peer)
+        raise LoginFailed(f'password authentication failed for user "{user}"', user, delay)
     writer.write(messages.authentication(12, server_final))
 
 
 async def _sasl_message(reader: asyncio.StreamReader) -> bytes:
-    kind, body = await read_message(reader)
+    kind, body = await read_message(reader, _MAX_AUTH)
     if kind != b"p":
         raise SqlError(
             sqlstate.PROTOCOL_VIOLATION, f"expected a SASL response, got message {kind!r}", fatal=True

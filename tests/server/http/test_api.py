@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from guard import Guard
+from guard.errors import NoBudgets, PolicyError, codes_for
 from tests.server.http.conftest import ALICE, BOB, POLICIES, Api
 
 GROUPED = "SELECT sex, major, COUNT(*), AVG(income) FROM students GROUP BY sex, major"
@@ -117,10 +118,11 @@ def test_exhausted_budget_is_429(dp_api: Api) -> None:
     assert response.json()["error"] == "BudgetExhausted" and "ε = 0 of 10 left" in response.json()["reason"]
 
 
-def test_budget_without_noise_mode_is_404_with_the_reason(students_api: Api) -> None:
+def test_budget_without_noise_mode_has_the_error_tables_status_and_the_reason(students_api: Api) -> None:
     response = students_api.client.get("/budget", headers=ALICE)
-    assert response.status_code == 404
-    assert response.json()["error"] == "PolicyError" and "no privacy budgets" in response.json()["reason"]
+    assert response.status_code == codes_for(NoBudgets).http_status == 404  # one table, no endpoint's own
+    assert response.json()["error"] == "NoBudgets" and "no privacy budgets" in response.json()["reason"]
+    assert isinstance(NoBudgets("x"), PolicyError)
 
 
 def test_arrow_stream_is_readable_with_flags_and_notes(shared_api: Api) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,16 @@ import psycopg
 import pytest
 
 from guard import Guard
+from guard.server.limits import ServeLimits
 from guard.server.pgwire import running_pg_server
 
 POLICIES = Path(__file__).resolve().parents[3] / "policies"
 
 
-def test_many_clients_at_once(students: Any) -> None:
+def test_many_clients_at_once(serve: Callable[..., Any]) -> None:
+    # 24 sessions of one analyst: more than the default per-analyst limit allows
+    students = serve("students", limits=ServeLimits(max_connections_per_analyst=24))
+
     def client(n: int) -> list[tuple[Any, ...]]:
         with psycopg.connect(students.dsn(), autocommit=True) as conn:
             return [

@@ -238,3 +238,24 @@ def test_deallocate_and_discard_forget_prepared_statements(students: Any, wire: 
     assert reply.kinds().endswith(b"CZ") and b"application_name" in b"".join(b for _, b in reply.messages)
     client.bind((b"Male",), statement="Counts")
     assert client.sync().errors()[0]["C"] == "26000"
+
+
+def test_function_call_is_refused_with_ready_for_query(students: Any, wire: Callable[..., Any]) -> None:
+    client = wire(students)
+    # FunctionCall: function OID, no argument formats, no arguments, text result
+    client.raw(b"F" + struct.pack("!iihhh", 14, 1598, 0, 0, 0))
+    reply = client.until_ready()  # the client is not left waiting
+    assert reply.kinds() == b"EZ" and reply.status() == b"I"
+    assert reply.errors()[0]["C"] == "0A000" and "function call" in reply.errors()[0]["M"]
+    assert client.query("SELECT COUNT(*) FROM students").rows() == [[b"9"]]
+
+
+def test_function_call_after_an_extended_error_waits_for_sync(
+    students: Any, wire: Callable[..., Any]
+) -> None:
+    client = wire(students)
+    client.bind(statement="no-such-statement")
+    client.raw(b"F" + struct.pack("!iihhh", 14, 1598, 0, 0, 0))  # discarded with the rest
+    reply = client.sync()
+    assert reply.kinds() == b"EZ" and reply.errors()[0]["C"] == "26000"
+    assert client.query("SELECT COUNT(*) FROM students").rows() == [[b"9"]]

@@ -1,67 +1,36 @@
-"""TLS: SSLRequest answered 'S' and the session encrypted when the server has a certificate."""
+"""TLS: SSLRequest answered 'S' and the session encrypted when the server has a certificate;
+plaintext start-ups refused then (28000), unless allowed from loopback clients."""
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A throw-away certificate for localhost: with ``cryptography`` when installed, else openssl."""
-    cert, key = folder / "server.crt", folder / "server.key"
-    try:
-        import datetime as dt
-
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-    except ImportError:
-        if shutil.which("openssl") is None:
-            pytest.skip("neither cryptography nor openssl is available to make a certificate")
-        curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
-        files = ["-keyout", str(key), "-out", str(cert)]
-        subprocess.run(
-            ["openssl", "req", "-x509", *curve, "-nodes", *files, "-days", "1", "-subj", "/CN=localhost"],
-            check=True,
-            capture_output=True,
-        )
-        return cert, key
-    private = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = dt.datetime.now(dt.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .sign(private, hashes.SHA256())
-    )
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(
-        private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, key
+from guard.server.pgwire import startup
+from tests.server.certs import self_signed
 
 
 @pytest.fixture(scope="module")
-def tls_students(serve: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
-    cert, key = _self_signed(tmp_path_factory.mktemp("tls"))
+def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
+    cert, key = self_signed(tmp_path_factory.mktemp("tls"))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    return serve("students", ssl_context=context)
+    return context
+
+
+@pytest.fixture(scope="module")
+def tls_students(serve: Callable[..., Any], tls_context: ssl.SSLContext) -> Any:
+    return serve("students", ssl_context=tls_context)
+
+
+@pytest.fixture(scope="module")
+def tls_or_loopback_students(serve: Callable[..., Any], tls_context: ssl.SSLContext) -> Any:
+    """TLS, and plaintext from loopback clients too (--allow-plaintext-loopback)."""
+    return serve("students", ssl_context=tls_context, allow_plaintext_loopback=True)
 
 
 def test_sslmode_require_gets_an_encrypted_session(tls_students: Any) -> None:
@@ -75,12 +44,32 @@ def test_sslmode_require_gets_an_encrypted_session(tls_students: Any) -> None:
         assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
 
 
-def test_plain_connections_are_still_accepted(tls_students: Any) -> None:
-    with psycopg.connect(tls_students.dsn(sslmode="disable"), autocommit=True) as conn:
+def test_plaintext_logins_are_refused_when_the_server_has_a_certificate(
+    tls_students: Any, wire: Callable[..., Any]
+) -> None:
+    logged = tls_students.log_size()
+    with pytest.raises(psycopg.OperationalError, match="TLS required: connect with sslmode=require"):
+        psycopg.connect(tls_students.dsn(sslmode="disable"))
+    refused = wire(tls_students, login=False).startup()
+    assert refused.kinds() == b"E"  # before any authentication request: no password is sent
+    assert refused.errors()[0]["C"] == "28000" and refused.errors()[0]["S"] == "FATAL"
+    assert tls_students.log_size() == logged
+
+
+def test_plain_connections_from_loopback_are_accepted_when_allowed(tls_or_loopback_students: Any) -> None:
+    with psycopg.connect(tls_or_loopback_students.dsn(sslmode="disable"), autocommit=True) as conn:
         assert not conn.pgconn.ssl_in_use
         assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
+    with psycopg.connect(tls_or_loopback_students.dsn(sslmode="require"), autocommit=True) as conn:
+        assert conn.pgconn.ssl_in_use
 
 
-def test_server_without_certificate_declines_tls(students: Any) -> None:
-    with pytest.raises(psycopg.OperationalError, match="does not support SSL"):
-        psycopg.connect(students.dsn(sslmode="require"))
+def test_plaintext_from_another_address_is_refused_even_when_loopback_is_allowed(
+    tls_or_loopback_students: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # traffic stays on 127.0.0.1: the server is made to see its client as a remote one
+    monkeypatch.setattr(startup, "is_loopback", lambda host: False)
+    with pytest.raises(psycopg.OperationalError, match="TLS required"):
+        psycopg.connect(tls_or_loopback_students.dsn(sslmode="disable"))
+    with psycopg.connect(tls_or_loopback_students.dsn(sslmode="require"), autocommit=True) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
