@@ -157,7 +157,7 @@ class Guard:
         front = self._front(request, who, parameters)  # 1-3 parse, validate, analyze
         info = request.info
         assert info is not None
-        if self.policy.noise_mode(front.table, who) is NoiseMode.NOISE:
+        if self.policy.noise_mode(front.table, who, front.shape.summed) is NoiseMode.NOISE:
             return self._answer_with_noise(request, front, info, who)
         shape, grid = self._cells(front.shape, info)  # 4-5 plan, execute
         sets = self.history.query_sets(front.shape, front.table, info) if self.history else None
@@ -203,7 +203,7 @@ class Guard:
             front = self._front(request, who, None)
             info = request.info
             assert info is not None
-            if self.policy.noise_mode(front.table, who) is NoiseMode.NOISE:
+            if self.policy.noise_mode(front.table, who, front.shape.summed) is NoiseMode.NOISE:
                 raise QueryRejected(
                     f"explain shows cell suppression, and {front.table.name} is answered to {who.name} "
                     "with noise: nothing is suppressed; the answer's notes give each column's noise scale"

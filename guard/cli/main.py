@@ -24,7 +24,8 @@ from guard.cli.render import FORMATS, render_explanation, render_result
 from guard.cli.serve_cmd import password, serve
 from guard.core import Guard
 from guard.policy.load import load_policy
-from guard.policy.model import Policy, Role
+from guard.policy.model import NARROW_MEASURE_RANGE, NoiseMode, Policy, Role
+from guard.policy.model import Table as PolicyTable
 from guard.state.store import StateStore
 
 __all__ = ["main"]
@@ -90,14 +91,19 @@ def check_policy(file: Path, state: Path | None, backend: str | None) -> None:
             info = guard.backend.table_info(table.name)
             where = table.source.path.name if table.source.path else table.source.table
             summary = Table(title=f"table {table.name} ({table.source.kind.value}: {where})")
-            for name in ("column", "role", "type", "bounds"):
+            for name in ("column", "role", "type", "bounds", "answered"):
                 summary.add_column(name)
             for column in table.columns:
                 unit = " (privacy unit)" if column.name == table.privacy_unit else ""
                 bounds = f"[{column.bounds[0]:g}, {column.bounds[1]:g}]" if column.bounds else ""
                 kind = info.types.get(column.name.lower(), "not loaded")
-                summary.add_row(column.name, column.role.value + unit, kind, bounds)
+                mode = ""
+                if column.role is Role.MEASURE:
+                    mode = (column.protection or table.noise or policy.noise.mode).value
+                summary.add_row(column.name, column.role.value + unit, kind, bounds, mode)
             out.print(summary)
+            for line in _measure_warnings(policy, table):
+                out.print(f"  {line}", markup=False)
             out.print(
                 f"  {info.rows:,} rows, {info.units:,} privacy units"
                 f"{' (one row each)' if info.one_row_per_unit else ''}; "
@@ -112,6 +118,34 @@ def check_policy(file: Path, state: Path | None, backend: str | None) -> None:
             for a in policy.analysts
         )
         out.print(f"  analysts: {analysts}")
+
+
+def _measure_warnings(policy: Policy, table: PolicyTable) -> list[str]:
+    """What a steward must know about narrow measures (a 0/1 flag): why they are noised,
+    and when their sums will be refused."""
+    lines = []
+    budgeted = policy.noise.analyst_budget is not None or any(a.budget is not None for a in policy.analysts)
+    for column in table.columns:
+        if column.role is not Role.MEASURE or not column.narrow:
+            continue
+        if column.protection is NoiseMode.OFF:
+            lines.append(
+                f"WARNING: {column.name} has a narrow range and is answered exactly (noise: off): exact "
+                "sums of a 0/1 measure over many overlapping groups reconstruct almost every value "
+                "(Dinur & Nissim 2003), and a sum of 0 (or of the count) states every member's value"
+            )
+        elif column.noise is None:
+            lines.append(
+                f"{column.name}: answered with noise by default (its range is at most "
+                f"{NARROW_MEASURE_RANGE:g} wide, so exact sums would disclose values); "
+                "COUNT queries stay exact"
+            )
+        if column.protection is NoiseMode.NOISE and not budgeted:
+            lines.append(
+                f"{column.name}: no analyst has a privacy budget, so SUM/AVG of {column.name} is refused "
+                "until noise.analyst_budget or analysts.NAME.budget is set (policies/README.md, noise)"
+            )
+    return lines
 
 
 def _noise_summary(policy: Policy) -> str:

@@ -335,9 +335,24 @@ def _budget_groups(
 def _check_noise(r: _Reader, policy: Policy) -> None:
     """What noise mode needs of the rest of the policy, checked once at load."""
     noise = policy.noise
+    narrow = [
+        f"{t.name}.{c.name}"
+        for t in policy.tables
+        for c in t.columns
+        if c.noise is None and c.protection is NoiseMode.NOISE
+    ]
     for analyst in policy.analysts:
         if analyst.budget is None and noise.analyst_budget is None:
             with r.at("analysts"), r.at(analyst.name):
+                if narrow:
+                    raise r.fail(
+                        f"the measure {narrow[0]} has a range at most 1 wide (a 0/1 flag) and is answered "
+                        "with noise, because exact sums of such a measure over enough overlapping groups "
+                        "reveal every value: give analysts a privacy budget (noise.budgets.per_analyst, or "
+                        "a budget on the analyst), or declare the measure with noise: off to answer it "
+                        "exactly (policies/README.md, narrow measures)",
+                        "budget",
+                    )
                 raise r.fail(
                     "noise mode is used but this analyst has no privacy budget: set noise.budgets."
                     "per_analyst, or a budget on the analyst",
@@ -578,7 +593,7 @@ def _columns(r: _Reader, value: Any) -> tuple[Column, ...]:
     for column_name, spec in value.items():
         r.name(column_name, str(column_name))
         with r.at(column_name):
-            m = r.mapping(spec, ("role", "bounds", "description"), required=("role",))
+            m = r.mapping(spec, ("role", "bounds", "description", "noise"), required=("role",))
             role_text = r.string(m["role"], "role")
             if role_text not in roles:
                 raise r.fail(
@@ -595,7 +610,12 @@ def _columns(r: _Reader, value: Any) -> tuple[Column, ...]:
             elif "bounds" in m:
                 raise r.fail("only measures have bounds", "bounds")
             description = r.string(m["description"], "description") if "description" in m else ""
-            columns.append(Column(column_name, role, bounds, description))
+            noise = None
+            if "noise" in m:
+                if role is not Role.MEASURE:
+                    raise r.fail("only measures have a noise mode of their own", "noise")
+                noise = r.noise_mode(m["noise"], "noise")
+            columns.append(Column(column_name, role, bounds, description, noise))
     lowered = [c.name.lower() for c in columns]
     if len(set(lowered)) != len(lowered):
         raise r.fail("column names must differ in more than letter case")

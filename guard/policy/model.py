@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
@@ -82,6 +82,12 @@ class BackendSettings:
     options: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
+#: a measure whose declared range is at most this wide (a 0/1 flag) is answered with noise
+#: unless its policy says otherwise: exact sums of such a measure cannot survive many
+#: overlapping questions (Dinur & Nissim 2003), and its bounds alone pin values
+NARROW_MEASURE_RANGE = 1.0
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -90,6 +96,22 @@ class Column:
     #: mechanism needs bounded sensitivity (noise, LP audits)
     bounds: tuple[float, float] | None = None
     description: str = ""
+    #: a measure's own protection mode (``noise:`` on the column); None: the table's,
+    #: except for a narrow measure (see :attr:`protection`)
+    noise: NoiseMode | None = None
+
+    @property
+    def narrow(self) -> bool:
+        """A measure whose declared range is at most :data:`NARROW_MEASURE_RANGE` wide."""
+        return self.bounds is not None and self.bounds[1] - self.bounds[0] <= NARROW_MEASURE_RANGE
+
+    @property
+    def protection(self) -> NoiseMode | None:
+        """The measure's mode: as declared, else noise for a narrow measure, else None
+        (the table's, the analyst's or the policy's mode applies)."""
+        if self.noise is not None:
+            return self.noise
+        return NoiseMode.NOISE if self.role is Role.MEASURE and self.narrow else None
 
 
 class NoiseMode(Enum):
@@ -286,12 +308,24 @@ class Policy:
                 return analyst
         return None
 
-    def noise_mode(self, table: Table, analyst: Analyst) -> NoiseMode:
-        """The mode an answer of ``table`` to ``analyst`` gets: the analyst's, else the
-        table's, else the policy's."""
-        return analyst.noise or table.noise or self.noise.mode
+    def noise_mode(self, table: Table, analyst: Analyst, measures: Iterable[str] = ()) -> NoiseMode:
+        """The mode an answer of ``table`` to ``analyst`` gets when it sums or averages
+        ``measures``: the analyst's, else noise if one of those measures is protected by
+        noise (:attr:`Column.protection`), else the table's, else the policy's."""
+        if analyst.noise is not None:
+            return analyst.noise
+        wanted = {m.lower() for m in measures}
+        for column in table.columns:
+            if column.name.lower() in wanted and column.protection is NoiseMode.NOISE:
+                return NoiseMode.NOISE
+        return table.noise or self.noise.mode
 
     @property
     def uses_noise(self) -> bool:
-        modes = {self.noise.mode, *(t.noise for t in self.tables), *(a.noise for a in self.analysts)}
+        modes = {
+            self.noise.mode,
+            *(t.noise for t in self.tables),
+            *(a.noise for a in self.analysts),
+            *(c.protection for t in self.tables for c in t.columns),
+        }
         return bool(modes - {None, NoiseMode.OFF})

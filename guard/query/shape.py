@@ -110,6 +110,13 @@ class QueryShape:
     offset: int = 0
 
     @property
+    def summed(self) -> tuple[str, ...]:
+        """The measures the query sums or averages (a COUNT reads no measure's value)."""
+        return tuple(
+            dict.fromkeys(a.column for a in self.aggregates if a.func is not AggFunc.COUNT and a.column)
+        )
+
+    @property
     def levels(self) -> tuple[tuple[str, ...], ...]:
         """The grouping sets the answer has rows for: ``grouping_sets``, or the one set
         ``group_by`` of a plain GROUP BY (``((),)`` without GROUP BY)."""

@@ -57,7 +57,7 @@ def guard_columns(
     front = read_query(sql, policy, who, lambda name: guard.backend.table_info(name).types, parameters)
     shape, table = front.shape, front.table
     types = guard.backend.table_info(table.name).types
-    noised = policy.noise_mode(table, who) is NoiseMode.NOISE
+    noised = policy.noise_mode(table, who, shape.summed) is NoiseMode.NOISE
     return tuple(
         ResultColumn(o.name, _output_type(shape, o.kind, o.index, types, noised)) for o in shape.outputs
     )
