@@ -105,7 +105,7 @@ def test_declared_column_missing_from_source(tmp_path: Path) -> None:
 def test_measure_must_be_numeric(tmp_path: Path) -> None:
     document = yaml.safe_load((ROOT / "policies/students.yaml").read_text())
     document["tables"]["students"]["source"]["csv"] = str(ROOT / "examples/students/students.csv")
-    document["tables"]["students"]["columns"]["major"] = {"role": "measure", "bounds": [0, 1]}
+    document["tables"]["students"]["columns"]["major"] = {"role": "measure", "bounds": [0, 10]}
     policy = tmp_path / "p.yaml"
     policy.write_text(yaml.safe_dump(document))
     with pytest.raises(

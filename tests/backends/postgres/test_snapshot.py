@@ -158,7 +158,7 @@ def test_table_source_errors(pg_policy: Callable[..., Path], people: str, tmp_pa
 
 def test_table_measure_must_be_numeric(pg_policy: Callable[..., Path], people: str, tmp_path: Path) -> None:
     def tag_as_measure(columns: dict[str, Any]) -> None:
-        columns["tag"] = {"role": "measure", "bounds": [0, 1]}
+        columns["tag"] = {"role": "measure", "bounds": [0, 10]}
 
     policy = _people_policy(pg_policy, people, tag_as_measure)
     with pytest.raises(PolicyError, match=r"columns.tag: a measure must be numeric, the source has uuid"):

@@ -153,12 +153,12 @@ def test_table_source_snapshot(spark: Any, tmp_path: Path) -> None:
         ("global_temp.nobody", None, "tables.people.source: Spark has no table 'global_temp.nobody'"),
         (
             "global_temp.people_e",
-            {"incme": {"role": "measure", "bounds": [0, 1]}},
+            {"incme": {"role": "measure", "bounds": [0, 10]}},
             "columns.incme: not a column of the Spark table global_temp.people_e (did you mean 'income'?)",
         ),
         (
             "global_temp.people_e",
-            {"name": {"role": "measure", "bounds": [0, 1]}},
+            {"name": {"role": "measure", "bounds": [0, 10]}},
             "columns.name: a measure must be numeric",
         ),
     ],
