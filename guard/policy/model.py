@@ -102,8 +102,9 @@ class Column:
 
     @property
     def narrow(self) -> bool:
-        """A measure whose declared range is at most :data:`NARROW_MEASURE_RANGE` wide."""
-        return self.bounds is not None and self.bounds[1] - self.bounds[0] <= NARROW_MEASURE_RANGE
+        """A measure whose declared range is at most :data:`NARROW_MEASURE_RANGE` wide (and
+        not empty: a constant measure states nothing the bounds do not)."""
+        return self.bounds is not None and 0 < self.bounds[1] - self.bounds[0] <= NARROW_MEASURE_RANGE
 
     @property
     def protection(self) -> NoiseMode | None:
