@@ -1,73 +1,20 @@
 """Data engines behind the guard: DuckDB (embedded default), PostgreSQL, Spark.
 
-:data:`ENGINES` is the one table of engines: each :class:`Engine`'s name (as policies'
-``backend:`` and the CLI's ``--backend`` spell it), the class that implements it, the
-pip extra that installs its client library, and the option keys its ``backend:``
-section accepts. The policy loader, the CLI and :func:`open_backend` all read it.
+:func:`open_backend` opens the policy's engine as :data:`guard.engines.ENGINES` (the one
+table of engines) says: the module and class that implement it, and the pip extra that
+installs its client library.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from enum import Enum
-from types import MappingProxyType
 
 from guard.backends.base import Backend
+from guard.engines import ENGINE_NAMES, ENGINES, Engine
 from guard.errors import BackendError
 from guard.policy.model import Policy
 
-__all__ = ["ENGINES", "ENGINE_NAMES", "Engine", "EngineEntry", "open_backend"]
-
-
-class Engine(Enum):
-    """The engines a policy may name; the value is the name."""
-
-    DUCKDB = "duckdb"
-    POSTGRES = "postgres"
-    SPARK = "spark"
-
-
-@dataclass(frozen=True)
-class EngineEntry:
-    """How to open one engine, and which ``backend:`` options it takes."""
-
-    #: the module (imported only when the engine is opened) and its Backend subclass
-    module: str
-    cls: str
-    #: ``pip install 'statguard[EXTRA]'`` installs the client library; None: always installed
-    extra: str | None
-    #: the option keys of ``backend: {engine: NAME, ...}``; policies/README.md documents each
-    options: tuple[str, ...] = ()
-    #: options that must be given
-    required: tuple[str, ...] = ()
-    #: groups of options of which at most one may be given
-    exclusive: tuple[tuple[str, ...], ...] = ()
-
-
-ENGINES: MappingProxyType[Engine, EngineEntry] = MappingProxyType(
-    {
-        Engine.DUCKDB: EngineEntry("guard.backends.duckdb_backend", "DuckDBBackend", extra=None),
-        Engine.POSTGRES: EngineEntry(
-            "guard.backends.postgres_backend",
-            "PostgresBackend",
-            extra="postgres",
-            options=("dsn", "owner_dsn", "schema"),
-            required=("dsn",),
-        ),
-        Engine.SPARK: EngineEntry(
-            "guard.backends.spark_backend",
-            "SparkBackend",
-            extra="spark",
-            # master: a local or cluster Spark; remote: a Spark Connect URL
-            options=("master", "remote", "snapshot"),
-            exclusive=(("master", "remote"),),
-        ),
-    }
-)
-
-#: the engines' names, in the table's order (the CLI's --backend choices)
-ENGINE_NAMES: tuple[str, ...] = tuple(engine.value for engine in Engine)
+__all__ = ["open_backend"]
 
 
 def open_backend(policy: Policy) -> Backend:

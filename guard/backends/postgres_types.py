@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from guard.engines import POSTGRES_TYPES
 from guard.errors import PolicyError
 from guard.policy.model import Policy, Role, Table
 from guard.query.analyze import NUMERIC_TYPES
@@ -24,30 +25,8 @@ __all__ = ["Connection", "SourceTable", "ordered", "postgres_type"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
-#: DuckDB type (of a file snapshot's column) -> PostgreSQL column type
-_FROM_DUCKDB = {
-    "VARCHAR": "text",
-    "BOOLEAN": "boolean",
-    "TINYINT": "smallint",
-    "SMALLINT": "smallint",
-    "INTEGER": "integer",
-    "BIGINT": "bigint",
-    "UTINYINT": "smallint",
-    "USMALLINT": "integer",
-    "UINTEGER": "bigint",
-    "UBIGINT": "numeric(20,0)",
-    "HUGEINT": "numeric(38,0)",
-    "UHUGEINT": "numeric(39,0)",
-    "FLOAT": "real",
-    "DOUBLE": "double precision",
-    "DATE": "date",
-    "TIME": "time",
-    "TIMESTAMP": "timestamp",
-    "TIMESTAMP_S": "timestamp",
-    "TIMESTAMP_MS": "timestamp",
-    "TIMESTAMP_NS": "timestamp",
-    "TIMESTAMP WITH TIME ZONE": "timestamptz",
-}
+#: DuckDB type (of a file snapshot's column) -> PostgreSQL column type: the loadable ones
+_FROM_DUCKDB = {name: t.column for name, t in POSTGRES_TYPES.items() if t.column is not None}
 
 #: PostgreSQL type (format_type) -> (guard's DuckDB type name, snapshot column type)
 _FROM_POSTGRES = {

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from guard.backends import ENGINE_NAMES
 from guard.cli.render import render_error
+from guard.engines import ENGINE_NAMES
 from guard.errors import GuardError, codes_for
 
 __all__ = ["BACKEND", "POLICY", "STATE", "guarded", "stderr", "stdout"]

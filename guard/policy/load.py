@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from guard.engines import ENGINE_NAMES, ENGINES, Engine
 from guard.errors import PolicyError
 from guard.policy.credentials import ScramVerifier, parse_verifier
 from guard.policy.epsilon import as_epsilon
@@ -42,14 +43,6 @@ from guard.rules import Dominance, MinimumFrequency, PPercent, PriorPosterior, R
 __all__ = ["load_policy"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: each engine's options under ``backend:`` (see BackendSettings)
-BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "duckdb": (),
-    "postgres": ("dsn", "owner_dsn", "schema"),
-    "spark": ("master", "remote", "snapshot"),
-}
-BACKEND_REQUIRED: dict[str, tuple[str, ...]] = {"postgres": ("dsn",)}
-SUPPORTED_BACKENDS = tuple(BACKEND_OPTIONS)
 
 
 class _Reader:
@@ -207,7 +200,7 @@ def _build(document: Any, path: Path, state: str | Path | None, engine: str | No
     if "description" in top:
         r.string(top["description"], "description")
     with r.at("backend"):
-        backend = _backend(r, top.get("backend", "duckdb"), engine)
+        backend = _backend(r, top.get("backend", Engine.DUCKDB.value), engine)
     if state is not None:
         state_dir = Path(state).resolve()
     else:
@@ -241,31 +234,36 @@ def _build(document: Any, path: Path, state: str | Path | None, engine: str | No
 
 def _backend(r: _Reader, value: Any, engine: str | None) -> BackendSettings:
     """``backend: duckdb`` or ``backend: {engine: postgres, dsn: ...}``; ``engine``
-    (the CLI's --backend) replaces the policy's engine and keeps its options."""
+    (the CLI's --backend) replaces the policy's engine and keeps its options. The engines
+    and their options are :data:`guard.engines.ENGINES`."""
+    supported = ", ".join(ENGINE_NAMES)
     if isinstance(value, str):
-        if engine is None and value not in BACKEND_OPTIONS:
-            raise r.fail(f"unknown backend {value!r}; supported: {', '.join(BACKEND_OPTIONS)}")
+        if engine is None and value not in ENGINE_NAMES:
+            raise r.fail(f"unknown backend {value!r}; supported: {supported}")
         value = {"engine": value}
-    known = ("engine", *sorted({key for keys in BACKEND_OPTIONS.values() for key in keys}))
+    known = ("engine", *sorted({key for entry in ENGINES.values() for key in entry.options}))
     m = r.mapping(value, known, required=("engine",))
     chosen = engine if engine is not None else r.string(m["engine"], "engine")
-    if chosen not in BACKEND_OPTIONS:
-        raise r.fail(f"unknown backend {chosen!r}; supported: {', '.join(BACKEND_OPTIONS)}", "engine")
+    if chosen not in ENGINE_NAMES:
+        raise r.fail(f"unknown backend {chosen!r}; supported: {supported}", "engine")
+    entry = ENGINES[Engine(chosen)]
     options = {}
     for key, text in m.items():
         if key == "engine":
             continue
-        if engine is not None and key not in BACKEND_OPTIONS[chosen]:
+        if engine is not None and key not in entry.options:
             continue  # the policy's options for its own engine, overridden on the command line
-        if key not in BACKEND_OPTIONS[chosen]:
-            allowed = ", ".join(BACKEND_OPTIONS[chosen]) or "none"
+        if key not in entry.options:
+            allowed = ", ".join(entry.options) or "none"
             raise r.fail(f"{key!r} is not an option of the {chosen} backend (its options: {allowed})", key)
         options[key] = r.string(text, key)
-    missing = [key for key in BACKEND_REQUIRED.get(chosen, ()) if key not in options]
+    missing = [key for key in entry.required if key not in options]
     if missing:
         raise r.fail(f"the {chosen} backend needs {', '.join(missing)}: add it under backend:")
-    if chosen == "spark" and "master" in options and "remote" in options:
-        raise r.fail("give either master (a local or cluster Spark) or remote (Spark Connect), not both")
+    for group in entry.exclusive:
+        given = [key for key in group if key in options]
+        if len(given) > 1:
+            raise r.fail(f"give one of {' or '.join(group)} under backend:, not several")
     return BackendSettings(engine=chosen, options=options)
 
 

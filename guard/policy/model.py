@@ -8,6 +8,7 @@ from enum import Enum
 from fractions import Fraction
 from pathlib import Path
 
+from guard.engines import Engine
 from guard.policy.credentials import ScramVerifier
 from guard.rules import Rule
 
@@ -77,7 +78,8 @@ class BackendSettings:
     spark: master or remote (Spark Connect URL), snapshot (folder). duckdb has none.
     """
 
-    engine: str = "duckdb"
+    #: a name of :data:`guard.engines.ENGINES`
+    engine: str = Engine.DUCKDB.value
     # left out of the hash (a dict is unhashable) but compared: policies are hashed
     options: Mapping[str, str] = field(default_factory=dict, hash=False)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guard.engines import POSTGRES_TYPES
+
 __all__ = [
     "PG_TYPES",
     "PgType",
@@ -93,38 +95,8 @@ def by_name(name: str) -> PgType:
     return _BY_NAME[name]
 
 
-# Engine type name (without parameters) -> PostgreSQL type. Unsigned and wider-than-64-bit
-# integers become numeric, as PostgreSQL has no unsigned types and no int16.
-_ENGINE_TYPES: dict[str, str] = {
-    "BOOLEAN": "bool",
-    "TINYINT": "int2",
-    "UTINYINT": "int2",
-    "SMALLINT": "int2",
-    "USMALLINT": "int4",
-    "INTEGER": "int4",
-    "UINTEGER": "int8",
-    "BIGINT": "int8",
-    "UBIGINT": "numeric",
-    "HUGEINT": "numeric",
-    "UHUGEINT": "numeric",
-    "BIGNUM": "numeric",
-    "VARINT": "numeric",
-    "DECIMAL": "numeric",
-    "FLOAT": "float4",
-    "DOUBLE": "float8",
-    "VARCHAR": "text",
-    "JSON": "json",
-    "BLOB": "bytea",
-    "DATE": "date",
-    "TIME": "time",
-    "TIMESTAMP": "timestamp",
-    "TIMESTAMP_S": "timestamp",
-    "TIMESTAMP_MS": "timestamp",
-    "TIMESTAMP_NS": "timestamp",
-    "TIMESTAMP WITH TIME ZONE": "timestamptz",
-    "INTERVAL": "interval",
-    "UUID": "uuid",
-}
+# Engine type name (without parameters) -> the PostgreSQL type it is sent as (the one table)
+_ENGINE_TYPES: dict[str, str] = {name: t.wire for name, t in POSTGRES_TYPES.items()}
 
 _DECIMAL = re.compile(r"DECIMAL\((\d+),\s*(\d+)\)")
 
