@@ -172,13 +172,19 @@ def load_policy(path: str | Path, state: str | Path | None = None, backend: str 
     Relative paths in the file are relative to the file's folder.
 
     Raises:
-        PolicyError: the file is missing, is not YAML, or breaks the schema.
+        PolicyError: the file is missing, is not UTF-8 YAML, or breaks the schema.
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(f"{path}: cannot read the policy file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise PolicyError(
+            f"{path}: line {line}: the policy file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+            f"offset {exc.start}): save it as UTF-8"
+        ) from None
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:

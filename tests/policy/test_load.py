@@ -181,3 +181,13 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_top_level_must_be_mapping(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match=r"students.yaml: \(top level\): expected a mapping, got a list"):
         load_policy(_write(tmp_path, "- a\n- b\n"))
+
+
+def test_a_policy_that_is_not_utf8_names_the_file_and_the_line(tmp_path: Path) -> None:
+    text = (ROOT / "policies" / "students.yaml").read_bytes().replace(b"yearly income", b"yearly \xe9income")
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(text)
+    with pytest.raises(
+        PolicyError, match=r"latin1\.yaml: line \d+: the policy file is not UTF-8 text .*save it as UTF-8"
+    ):
+        load_policy(path)
