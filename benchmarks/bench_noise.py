@@ -407,7 +407,8 @@ def measure_errors(g: Guard, raw: duckdb.DuckDBPyConnection, draws: int) -> list
 def stage_breakdown(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     """Median ms of the noise path's stages for ``sql`` (internal APIs, as NoiseStage.measure
     and release chain them); Guard.query on an empty cache is timed by the caller."""
-    from guard.noise.release import prepare, statistics_for
+    from guard.noise.release import prepare
+    from guard.noise.statistics import statistics_for
     from guard.plan.noisy import noisy_rewrite
 
     shape, table, info = analyzed(g, sql)
@@ -519,8 +520,8 @@ def sampler_speed(calls: int) -> dict[str, float]:
     """µs per call of the samplers a noisy cell needs, with the secure source (the
     default), and of the automatic threshold the answer computes per thresholded row."""
     from guard.noise.mechanisms import ContributionBounds, noisy_count, noisy_sum
-    from guard.noise.release import automatic_threshold
     from guard.noise.sampling import InsecureSeededSource
+    from guard.noise.statistics import automatic_threshold
 
     third = Fraction(1, 3)
     income = bench_core.INCOME_BOUNDS

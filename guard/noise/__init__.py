@@ -10,6 +10,7 @@ persists draws.
     composition  exact ε: parsing, sequential split, per-query accountant
     budget       the ledger: per-analyst, group and global limits, atomic charges
     selection    the canonical selection of a cell: what a noisy draw is cached under
+    statistics   which noisy statistics an aggregate needs, their cache keys, one draw
     release      stage 7: statistics -> ε split, costs, draws, the noisy answer
 """
 

@@ -44,56 +44,28 @@ from typing import Any
 from guard.noise.composition import format_epsilon, split_sequential
 from guard.noise.mechanisms import (
     ContributionBounds,
-    clamped_mean_seed,
-    clamped_ratio,
     group_threshold_delta,
-    noisy_count,
-    noisy_sum,
 )
 from guard.noise.sampling import RandomSource
 from guard.noise.selection import cell_selection
+from guard.noise.statistics import (
+    NoiseConfig,
+    Noisy,
+    automatic_threshold,
+    cache_key,
+    draw_statistic,
+    recipe,
+    threshold_statistic,
+    truths_of,
+    value_of,
+)
 from guard.plan.noisy import Statistic
 from guard.protection.answer import ordered_rows
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
 from guard.state.records import Draw
 
-__all__ = ["Costs", "NoiseConfig", "Prepared", "prepare", "spent_note", "statistics_for"]
-
-#: smallest automatic threshold tried is m + 1; the search stops here (δ ≤ 1e-300 long before)
-_MAX_THRESHOLD = 100_000
-
-
-@dataclass(frozen=True)
-class NoiseConfig:
-    """The policy's noise parameters for one table, as the release needs them."""
-
-    epsilon: Fraction
-    average: str
-    cells_per_unit: int
-    rows_per_cell: int
-    #: None: the smallest threshold with δ <= ``delta``
-    group_threshold: int | None
-    delta: float
-    #: declared [L, U] of each measure
-    bounds: Mapping[str, tuple[float, float]]
-    #: engine type names of the columns (integer-ness closes ranges)
-    types: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class _Noisy:
-    """A noisy statistic: "units", "count", "sum", "csum" (centred sum) or "mean"."""
-
-    kind: str
-    column: str | None = None
-
-    def __lt__(self, other: _Noisy) -> bool:  # COUNT(*) (column None) sorts first
-        return (self.kind, self.column or "") < (other.kind, other.column or "")
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}({self.column or '*'})"
+__all__ = ["Costs", "Prepared", "prepare", "spent_note"]
 
 
 @dataclass(frozen=True)
@@ -118,17 +90,17 @@ class Prepared:
     levels: list[tuple[str, ...]]
     keys: list[tuple[Any, ...]]
     #: per result row: noisy statistic -> cache key
-    cache_keys: list[dict[_Noisy, str]]
+    cache_keys: list[dict[Noisy, str]]
     #: per result row: noisy statistic -> the bounded true statistics it is computed from
-    truths: list[dict[_Noisy, float]]
+    truths: list[dict[Noisy, float]]
     #: ε per (statistic, level) group
-    shares: dict[tuple[_Noisy, tuple[str, ...]], Fraction]
+    shares: dict[tuple[Noisy, tuple[str, ...]], Fraction]
     #: per aggregate of the shape: the noisy statistics its value is computed from
-    recipes: list[tuple[_Noisy, ...]]
+    recipes: list[tuple[Noisy, ...]]
     #: per level with keys: the statistic its rows are thresholded on
-    thresholds: dict[tuple[str, ...], _Noisy]
+    thresholds: dict[tuple[str, ...], Noisy]
     #: per (statistic, level with keys): what is paid for, whatever cells exist
-    group_keys: dict[tuple[_Noisy, tuple[str, ...]], str]
+    group_keys: dict[tuple[Noisy, tuple[str, ...]], str]
 
     def costs(
         self,
@@ -187,9 +159,11 @@ class Prepared:
                 share = self.shares[(noisy, self.levels[r])]
                 released_count = None
                 if noisy.kind == "mean":
-                    count_key = keys[_Noisy("count", noisy.column)]
+                    count_key = keys[Noisy("count", noisy.column)]
                     released_count = (fresh[count_key] if count_key in fresh else drawn[count_key]).value
-                fresh[key] = _draw(noisy, self.truths[r], share, self.config, c, m, released_count, rng)
+                fresh[key] = draw_statistic(
+                    noisy, self.truths[r], share, self.config, c, m, released_count, rng
+                )
         return fresh
 
     def answer(self, drawn: Mapping[str, Draw], notes: Sequence[str] = ()) -> ProtectedResult:
@@ -219,7 +193,7 @@ class Prepared:
                     used.setdefault(output.index, set()).update(
                         (n.kind, d.scale) for n, d in zip(recipe, parts, strict=True)
                     )
-                    values.append(_value(shape.aggregates[output.index].func, recipe, parts, config))
+                    values.append(value_of(shape.aggregates[output.index].func, recipe, parts, config))
                     row_flags.append(Flag.NOISED.value)
             rows.append(values)
             flags.append(row_flags)
@@ -231,7 +205,7 @@ class Prepared:
             notes=[*notes, *self._notes(used)],
         )
 
-    def _rows_of(self, level: tuple[str, ...]) -> list[dict[_Noisy, str]]:
+    def _rows_of(self, level: tuple[str, ...]) -> list[dict[Noisy, str]]:
         return [keys for r, keys in enumerate(self.cache_keys) if self.levels[r] == level]
 
     def _threshold(self, level: tuple[str, ...]) -> int:
@@ -313,13 +287,13 @@ def prepare(
         gid = int(row[grouping_slot]) if grouping_slot is not None else 0
         levels_of_rows.append(shape.kept_keys(gid))
     thresholds = {level: threshold_statistic(needed) for level in shape.levels if level}
-    shares_of: list[tuple[_Noisy, tuple[str, ...]]] = []
+    shares_of: list[tuple[Noisy, tuple[str, ...]]] = []
     for level in shape.levels:
         per_level = set(needed) | ({thresholds[level]} if level in thresholds else set())
         shares_of.extend((noisy, level) for noisy in sorted(per_level))
     shares = dict(zip(shares_of, split_sequential(config.epsilon, len(shares_of)), strict=True))
-    cache_keys: list[dict[_Noisy, str]] = []
-    truths: list[dict[_Noisy, float]] = []
+    cache_keys: list[dict[Noisy, str]] = []
+    truths: list[dict[Noisy, float]] = []
     keys: list[tuple[Any, ...]] = []
     for r, row in enumerate(rows):
         level = levels_of_rows[r]
@@ -328,131 +302,17 @@ def prepare(
         cell = [(k, values[shape.group_by.index(k)]) for k in level]
         selection = cell_selection(shape.predicates, cell, config.types)
         wanted = set(needed) | ({thresholds[level]} if level in thresholds else set())
-        cache_keys.append({noisy: _cache_key(scope, noisy, config, selection) for noisy in sorted(wanted)})
-        truths.append(_truths(row, slots))
+        cache_keys.append({noisy: cache_key(scope, noisy, config, selection) for noisy in sorted(wanted)})
+        truths.append(truths_of(row, slots))
     where = cell_selection(shape.predicates, [], config.types)
     group_keys = {
-        (noisy, level): _cache_key(scope, noisy, config, where) + json.dumps(sorted(level))
+        (noisy, level): cache_key(scope, noisy, config, where) + json.dumps(sorted(level))
         for noisy, level in shares
         if level
     }
     return Prepared(
         shape, config, levels_of_rows, keys, cache_keys, truths, shares, recipes, thresholds, group_keys
     )
-
-
-def recipe(func: AggFunc, column: str | None, average: str) -> tuple[_Noisy, ...]:
-    """The noisy statistics an aggregate's value is computed from."""
-    if func is AggFunc.COUNT:
-        return (_Noisy("count", column),)
-    if func is AggFunc.SUM:
-        return (_Noisy("sum", column),)
-    if average == "clamped_mean":
-        return (_Noisy("count", column), _Noisy("mean", column))
-    return (_Noisy("csum", column), _Noisy("count", column))
-
-
-def threshold_statistic(needed: Sequence[_Noisy]) -> _Noisy:
-    """What GROUP BY rows are thresholded on: a count the query releases anyway
-    (COUNT(*) first), else a dedicated respondent count."""
-    counts = sorted((n for n in needed if n.kind == "count"), key=lambda n: n.column is not None)
-    return counts[0] if counts else _Noisy("units")
-
-
-def statistics_for(shape: QueryShape, average: str) -> list[Statistic]:
-    """The bounded statistics the engine must return for ``shape``'s noisy answer."""
-    recipes = [recipe(a.func, a.column, average) for a in shape.aggregates]
-    needed = {noisy for r in recipes for noisy in r}
-    if shape.group_by:
-        needed.add(threshold_statistic(sorted(needed)))
-    wanted: set[Statistic] = set()
-    for noisy in needed:
-        if noisy.kind == "units":
-            wanted.add(Statistic("units"))
-        elif noisy.kind == "count":
-            wanted.add(Statistic("count", noisy.column))
-        else:  # sum, csum and mean read the clamped sum and the bounded count
-            wanted.update((Statistic("sum", noisy.column), Statistic("count", noisy.column)))
-    return sorted(wanted, key=lambda s: (s.kind, s.column or ""))
-
-
-def automatic_threshold(scale: Fraction, bounds: ContributionBounds, delta: float) -> int:
-    """The smallest τ > m with group_threshold_delta(τ) <= ``delta``."""
-    for tau in range(bounds.rows_per_cell + 1, _MAX_THRESHOLD):
-        if group_threshold_delta(tau, scale, bounds) <= delta:
-            return tau
-    return _MAX_THRESHOLD
-
-
-def _cache_key(scope: Sequence[object], noisy: _Noisy, config: NoiseConfig, selection: str) -> str:
-    # what is measured: the statistic, what bounds it (clamping, contribution) and the rows
-    bounds = config.bounds.get(noisy.column) if noisy.column and noisy.kind != "count" else None
-    contribution = [config.cells_per_unit, 1 if noisy.kind == "units" else config.rows_per_cell]
-    return json.dumps(
-        [*scope, noisy.kind, noisy.column, bounds, contribution, json.loads(selection)],
-        separators=(",", ":"),
-        default=str,
-    )
-
-
-def _truths(row: Sequence[Any], slots: Mapping[Statistic, int]) -> dict[_Noisy, float]:
-    truths: dict[_Noisy, float] = {}
-    for statistic, slot in slots.items():
-        value = row[slot]
-        number = 0.0 if value is None else float(value)
-        truths[_Noisy(statistic.kind, statistic.column)] = number
-    return truths
-
-
-def _draw(
-    noisy: _Noisy,
-    truths: Mapping[_Noisy, float],
-    epsilon: Fraction,
-    config: NoiseConfig,
-    c: int,
-    m: int,
-    released_count: float | None,
-    rng: RandomSource | None,
-) -> Draw:
-    if noisy.kind == "units":
-        v = noisy_count(int(truths[noisy]), epsilon, ContributionBounds(c, 1), rng)
-        return Draw(float(v.value), v.scale, epsilon, v.mechanism)
-    if noisy.kind == "count":
-        v = noisy_count(int(truths[noisy]), epsilon, ContributionBounds(c, m), rng)
-        return Draw(float(v.value), v.scale, epsilon, v.mechanism)
-    assert noisy.column is not None
-    low, high = config.bounds[noisy.column]
-    total = truths[_Noisy("sum", noisy.column)]
-    count = truths[_Noisy("count", noisy.column)]
-    if noisy.kind == "sum":
-        v = noisy_sum(total, (low, high), epsilon, ContributionBounds(c, m), rng)
-        return Draw(v.value, v.scale, epsilon, v.mechanism)
-    if noisy.kind == "csum":
-        half = (high - low) / 2
-        v = noisy_sum(total - (low + half) * count, (-half, half), epsilon, ContributionBounds(c, m), rng)
-        return Draw(v.value, v.scale, epsilon, v.mechanism)
-    # the seed's clamped mean with the released size S~: (Σ(x - L) + S~·L + noise) / S~
-    assert released_count is not None
-    size = int(released_count)
-    shifted = total - low * count + size * low
-    v = clamped_mean_seed(shifted, size, (low, high), epsilon / (c * m), rng)
-    # the scale of the noise on the sum: the one on the mean would reveal S~
-    return Draw(v.value, v.scale, epsilon, v.mechanism)
-
-
-def _value(
-    func: AggFunc, recipe: tuple[_Noisy, ...], parts: Sequence[Draw], config: NoiseConfig
-) -> float | int:
-    if func is AggFunc.COUNT:
-        return int(parts[0].value)
-    if func is AggFunc.SUM:
-        return parts[0].value
-    if recipe[1].kind == "mean":
-        return parts[1].value
-    column = recipe[0].column
-    assert column is not None
-    low, high = config.bounds[column]
-    return clamped_ratio(parts[0].value, parts[1].value, (low, high), centre=(low + high) / 2)
 
 
 def _number(value: Fraction | float) -> str:

@@ -27,8 +27,9 @@ from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, ResultSet, TableInfo
 from guard.noise.budget import Ledger
-from guard.noise.release import NoiseConfig, Prepared, prepare, spent_note, statistics_for
+from guard.noise.release import Prepared, prepare, spent_note
 from guard.noise.sampling import RandomSource
+from guard.noise.statistics import NoiseConfig, statistics_for
 from guard.plan.noisy import noisy_rewrite
 from guard.policy.model import Analyst, Policy, Role, Table
 from guard.query.shape import QueryShape

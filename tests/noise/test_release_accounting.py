@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from guard.backends.base import TableInfo
 from guard.noise.mechanisms import ContributionBounds, group_threshold_delta
-from guard.noise.release import NoiseConfig, Prepared, automatic_threshold, prepare, statistics_for
+from guard.noise.release import Prepared, prepare
 from guard.noise.sampling import InsecureSeededSource
+from guard.noise.statistics import NoiseConfig, automatic_threshold, statistics_for
 from guard.plan.noisy import NoisyPlan, noisy_rewrite
 from guard.policy.load import load_policy
 from guard.query.analyze import analyze
