@@ -1,13 +1,17 @@
 """The online history audit: no answer may complete a disclosure with earlier answers.
 
-The core (atoms, the exact span audit after Audit Expert, overlap control) is pure and
-engine-independent; ``finest`` reads query sets from the backend and ``screen`` wires
-the checks into the query path (stage 6).
+The core is pure and engine-independent: it works on query sets (surrogate row ids
+``_rid``), never on values, so every decision is simulatable.
 
-Pure and engine-independent: everything works on query sets (surrogate row ids
-``_rid``), never on values, so every decision is simulatable. Wiring into the query
-path is ``screen``; the offline log audit (``guard.audit``) replays logs through the
-same core.
+    atoms       the partition of rows into atoms, refined as queries arrive
+    span        the exact span audit (Audit Expert) modulo a secret prime
+    pairs       its search for unions of two atoms; steps: what one query would do
+    basis, modular, released   the inverse basis, arithmetic mod p, stored query sets
+    overlap     the overlap control; intervals: the partial-disclosure LP
+    finest      query sets read from the backend as finest cells; keys: cell names
+    screen      stage 6 of the query path: the checks on one answer
+
+The offline log audit (``guard.audit``) replays logs through the same core.
 """
 
 from guard.history.atoms import AtomPartition, Refinement

@@ -11,7 +11,8 @@ persists draws.
     budget       the ledger: per-analyst, group and global limits, atomic charges
     selection    the canonical selection of a cell: what a noisy draw is cached under
     statistics   which noisy statistics an aggregate needs, their cache keys, one draw
-    release      stage 7: statistics -> ε split, costs, draws, the noisy answer
+    release      a query's statistics -> ε split, costs, draws, the noisy answer
+    stage        stage 6 of the query path in noise mode: measure, check and charge, release
 """
 
 from guard.noise.budget import BudgetExceeded, Ledger

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guard.history import span
+from guard.history import pairs
 
 P = 101  # a small prime, so opposite residues are frequent
 
@@ -33,5 +33,5 @@ def test_both_strategies_find_every_opposite_key(keys: list[int], data: st.DataO
     array = np.array(keys, dtype=np.int64)
     positions = data.draw(st.lists(st.integers(0, len(keys) - 1), unique=True, max_size=len(keys)))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(span, "_DIRECT_SEARCHES", direct)
-        assert span._opposite_keys(array, positions, P) == brute_force(array, positions)
+        patch.setattr(pairs, "_DIRECT_SEARCHES", direct)
+        assert pairs.opposite_keys(array, positions, P) == brute_force(array, positions)
