@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-__all__ = ["ENGINES", "ENGINE_NAMES", "POSTGRES_TYPES", "Engine", "EngineEntry", "PostgresType"]
+__all__ = [
+    "ENGINES",
+    "ENGINE_NAMES",
+    "NUMERIC_TYPES",
+    "POSTGRES_TYPES",
+    "Engine",
+    "EngineEntry",
+    "PostgresType",
+]
 
 
 class Engine(Enum):
@@ -71,6 +79,27 @@ ENGINES: MappingProxyType[Engine, EngineEntry] = MappingProxyType(
 
 #: the engines' names, in the table's order (the CLI's --backend choices)
 ENGINE_NAMES: tuple[str, ...] = tuple(engine.value for engine in Engine)
+
+
+#: the DuckDB type names (``TableInfo.types``, parameters stripped) of numbers: what a
+#: measure must be, and what sums exactly
+NUMERIC_TYPES = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+        "FLOAT",
+        "DOUBLE",
+        "DECIMAL",
+    }
+)
 
 
 @dataclass(frozen=True)

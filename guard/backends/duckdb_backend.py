@@ -22,9 +22,9 @@ import duckdb
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Backend, ResultSet, TableInfo, plain_rows
+from guard.engines import NUMERIC_TYPES
 from guard.errors import BackendError, PolicyError
 from guard.policy.model import Policy, Role, SourceKind, Table
-from guard.query.analyze import NUMERIC_TYPES
 from guard.sqlfiles import read_sql, statements
 
 __all__ = ["DuckDBBackend", "file_snapshot"]

@@ -16,10 +16,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from guard.engines import POSTGRES_TYPES
+from guard.engines import NUMERIC_TYPES, POSTGRES_TYPES
 from guard.errors import PolicyError
 from guard.policy.model import Policy, Role, Table
-from guard.query.analyze import NUMERIC_TYPES
 
 __all__ = ["Connection", "SourceTable", "ordered", "postgres_type"]
 

@@ -37,9 +37,9 @@ from sqlglot import exp
 
 from guard.backends.base import TableInfo
 from guard.backends.duckdb_backend import file_snapshot
+from guard.engines import NUMERIC_TYPES
 from guard.errors import PolicyError
 from guard.policy.model import Policy, Role, Table
-from guard.query.analyze import NUMERIC_TYPES
 
 __all__ = ["Snapshot", "export_files", "snapshot_folder", "snapshot_table", "spark_type"]
 

@@ -27,6 +27,7 @@ from enum import Enum
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities, TableInfo, TopN
+from guard.engines import NUMERIC_TYPES
 from guard.plan.sql import GID as _GID
 from guard.plan.sql import column as _column
 from guard.plan.sql import distinct_sets as _distinct_sets
@@ -34,7 +35,6 @@ from guard.plan.sql import grouping_id as _grouping_id
 from guard.plan.sql import grouping_sets as _grouping_sets
 from guard.plan.sql import where as _where
 from guard.plan.topn import Top, bound, max_join, per_set, ranked, ranked_top
-from guard.query.analyze import NUMERIC_TYPES
 from guard.query.shape import AggFunc, Aggregate, QueryShape
 
 __all__ = ["Plan", "rewrite"]

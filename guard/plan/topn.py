@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from guard.query.analyze import NUMERIC_TYPES
+from guard.engines import NUMERIC_TYPES
 
 __all__ = ["Top", "bound", "max_join", "per_set", "ranked", "ranked_top", "same_cell"]
 

@@ -13,13 +13,9 @@ a query keeps working when its grouping sets are reduced to one.
 
 from __future__ import annotations
 
-import datetime as dt
-import difflib
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import TypeAlias
 
 from sqlglot import exp
@@ -27,58 +23,25 @@ from sqlglot import exp
 from guard.errors import QueryRejected
 from guard.policy.model import Column, Limits, Role, Table
 from guard.query.grouping import expand_group_by
+from guard.query.predicates import abbreviated, where_predicates
+from guard.query.scope import Scope
 from guard.query.shape import (
     AggFunc,
     Aggregate,
     OrderItem,
     Output,
     OutputKind,
-    Predicate,
-    PredOp,
     QueryShape,
-    Scalar,
 )
 
-__all__ = ["NUMERIC_TYPES", "analyze"]
+__all__ = ["analyze"]
 
-NUMERIC_TYPES = frozenset(
-    {
-        "TINYINT",
-        "SMALLINT",
-        "INTEGER",
-        "BIGINT",
-        "HUGEINT",
-        "UTINYINT",
-        "USMALLINT",
-        "UINTEGER",
-        "UBIGINT",
-        "UHUGEINT",
-        "FLOAT",
-        "DOUBLE",
-        "DECIMAL",
-    }
-)
-_TEMPORAL_TYPES = ("DATE", "TIMESTAMP", "TIME")
 
 _AGGREGATES: dict[type[exp.Expr], AggFunc] = {
     exp.Count: AggFunc.COUNT,
     exp.Sum: AggFunc.SUM,
     exp.Avg: AggFunc.AVG,
 }
-_COMPARISONS: dict[type[exp.Expr], PredOp] = {
-    exp.EQ: PredOp.IN,
-    exp.NEQ: PredOp.NE,
-    exp.LT: PredOp.LT,
-    exp.LTE: PredOp.LE,
-    exp.GT: PredOp.GT,
-    exp.GTE: PredOp.GE,
-}
-# `5 < x` reads as `x > 5`
-_MIRRORED = {PredOp.LT: PredOp.GT, PredOp.LE: PredOp.GE, PredOp.GT: PredOp.LT, PredOp.GE: PredOp.LE}
-_PATTERN_MATCH = (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo, exp.Glob)
-# Numbers an analyst may compare with: what the engine's widest integer (HUGEINT) holds.
-# Larger literals fail in the engine, and Python refuses to print ints over 4300 digits.
-_MAX_INTEGER = 2**127 - 1
 # LIMIT, OFFSET and ordinals are ASCII digits (str.isdigit also accepts '²', which int() does not).
 _WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
 
@@ -98,58 +61,6 @@ class _Grouping:
 _Item: TypeAlias = Aggregate | Column | _Grouping
 
 
-class _Scope:
-    """The one table a query reads, its alias and its column types."""
-
-    def __init__(self, table: Table, alias: str | None, types: Mapping[str, str]) -> None:
-        self.table = table
-        self.alias = alias
-        self.types = types
-
-    def column(self, node: exp.Column, *, clause: str) -> Column:
-        if node.args.get("db") or node.args.get("catalog"):
-            raise QueryRejected(
-                f"{node.sql(dialect='duckdb')}: qualify a column with the table name or alias only, "
-                f"e.g. {self.alias or self.table.name}.{node.name}"
-            )
-        qualifier = node.table
-        if qualifier and qualifier.lower() not in {
-            self.table.name.lower(),
-            (self.alias or "").lower(),
-        }:
-            raise QueryRejected(
-                f"unknown table qualifier {qualifier!r} in {node.sql()}: only {self.table.name} is queried"
-            )
-        column = self.table.column(node.name)
-        if column is None:
-            usable = [c.name for c in self.table.columns if c.role is not Role.IDENTIFIER]
-            close = difflib.get_close_matches(node.name.lower(), [u.lower() for u in usable], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise QueryRejected(
-                f"unknown column {node.name!r} in table {self.table.name}{hint}: "
-                f"the columns you may use are {', '.join(usable)}"
-            )
-        if column.role is Role.IDENTIFIER:
-            raise QueryRejected(
-                f"column {column.name!r} identifies respondents and cannot be used "
-                f"anywhere in a query ({clause} included)"
-            )
-        return column
-
-    def dimension(self, node: exp.Column, *, clause: str) -> Column:
-        column = self.column(node, clause=clause)
-        if column.role is Role.MEASURE:
-            dims = ", ".join(self.table.names(Role.DIMENSION)) or "none"
-            raise QueryRejected(
-                f"measure {column.name!r} cannot be used in {clause}: it may only appear inside "
-                f"COUNT, SUM or AVG; {clause} may use the dimension columns ({dims})"
-            )
-        return column
-
-    def type_of(self, column: Column) -> str:
-        return self.types.get(column.name.lower(), "VARCHAR")
-
-
 def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: Limits) -> QueryShape:
     """Interpret a validated SELECT over ``table``.
 
@@ -161,10 +72,10 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
     from_ = select.args.get("from_") or select.args.get("from")
     assert from_ is not None  # validate() guarantees one FROM table
     alias = from_.this.alias or None
-    scope = _Scope(table, alias, types)
+    scope = Scope(table, alias, types)
     projections = _projections(select, scope)
     group_by, grouping_sets = _group_by(select, scope, projections)
-    predicates = _where(select, scope, limits)
+    predicates = where_predicates(select, scope, limits)
 
     aggregates: list[Aggregate] = []
     outputs: list[Output] = []
@@ -207,7 +118,7 @@ def analyze(select: exp.Select, table: Table, types: Mapping[str, str], limits: 
     )
 
 
-def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, _Item]]:
+def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, _Item]]:
     items: list[tuple[str, _Item]] = []
     for projection in select.expressions:
         node = (projection.this if isinstance(projection, exp.Alias) else projection).unnest()
@@ -230,7 +141,7 @@ def _projections(select: exp.Select, scope: _Scope) -> list[tuple[str, _Item]]:
     return items
 
 
-def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
+def _aggregate(node: exp.Expr, scope: Scope) -> Aggregate:
     if isinstance(node, exp.Filter):
         raise QueryRejected("aggregate FILTER clauses are not allowed: filter rows in WHERE")
     if isinstance(node, exp.IgnoreNulls | exp.RespectNulls):
@@ -265,7 +176,7 @@ def _aggregate(node: exp.Expr, scope: _Scope) -> Aggregate:
     return Aggregate(func, column.name)
 
 
-def _grouping(node: exp.Grouping | exp.GroupingId, scope: _Scope) -> _Grouping:
+def _grouping(node: exp.Grouping | exp.GroupingId, scope: Scope) -> _Grouping:
     """GROUPING(key), with one key of GROUP BY (checked once the keys are known)."""
     text = node.sql(dialect="duckdb")
     arguments = [a.unnest() for a in node.expressions]
@@ -309,7 +220,7 @@ def _not_an_aggregate(node: exp.Expr) -> str:
 
 
 def _group_by(
-    select: exp.Select, scope: _Scope, projections: list[tuple[str, _Item]]
+    select: exp.Select, scope: Scope, projections: list[tuple[str, _Item]]
 ) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     """The grouping keys, and the grouping sets (``()`` for a plain GROUP BY)."""
     group = select.args.get("group")
@@ -321,7 +232,7 @@ def _group_by(
     return list(keys), sets
 
 
-def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, _Item]]) -> Column:
+def _group_key(node: exp.Expr, scope: Scope, projections: list[tuple[str, _Item]]) -> Column:
     if isinstance(node, exp.Literal) and not node.is_string:
         position = _position(str(node.this))
         if not 1 <= position <= len(projections):
@@ -355,222 +266,13 @@ def _group_key(node: exp.Expr, scope: _Scope, projections: list[tuple[str, _Item
     )
 
 
-def _where(select: exp.Select, scope: _Scope, limits: Limits) -> tuple[Predicate, ...]:
-    where = select.args.get("where")
-    if where is None:
-        return ()
-    predicates = {p.sort_key(): p for p in (_predicate(c, scope, limits) for c in _conjuncts(where.this))}
-    return tuple(predicates[key] for key in sorted(predicates))
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
-
-
-def _predicate(node: exp.Expr, scope: _Scope, limits: Limits) -> Predicate:
-    if isinstance(node, exp.Or):
-        raise QueryRejected(
-            "OR is not allowed in WHERE: use column IN (...) for alternatives on one column, "
-            "or ask separate queries"
-        )
-    if isinstance(node, exp.Not):
-        inner = node.this.unnest()
-        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-            return Predicate(_bare_dimension(inner.this, scope).name, PredOp.IS_NOT_NULL)
-        raise QueryRejected(
-            "NOT is not allowed in WHERE: write the condition positively, e.g. with <> or IN (...)"
-        )
-    if isinstance(node, _PATTERN_MATCH):
-        raise QueryRejected(
-            "pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE: "
-            "compare with exact values using = or IN (...)"
-        )
-    if isinstance(node, exp.Is):
-        if not isinstance(node.expression, exp.Null):
-            raise QueryRejected("only IS NULL and IS NOT NULL are allowed with IS")
-        return Predicate(_bare_dimension(node.this, scope).name, PredOp.IS_NULL)
-    if isinstance(node, exp.In):
-        if node.args.get("query") is not None or node.args.get("unnest") is not None:
-            raise QueryRejected("subqueries are not allowed: list the values, IN ('a', 'b')")
-        column = _bare_dimension(node.this, scope)
-        if not node.expressions:
-            raise QueryRejected(f"{column.name} IN (): list at least one value")
-        if len(node.expressions) > limits.max_in_values:
-            raise QueryRejected(
-                f"IN list has {len(node.expressions)} values; the limit is {limits.max_in_values}"
-            )
-        values = tuple(sorted({_constant(v, column, scope) for v in node.expressions}, key=_order))
-        return Predicate(column.name, PredOp.IN, values)
-    if isinstance(node, exp.Between):
-        column = _bare_dimension(node.this, scope)
-        low = _constant(node.args["low"], column, scope)
-        high = _constant(node.args["high"], column, scope)
-        if node.args.get("symmetric"):  # BETWEEN SYMMETRIC b AND a is BETWEEN a AND b
-            low, high = _ascending(low, high)
-        return Predicate(column.name, PredOp.BETWEEN, (low, high))
-    op = _COMPARISONS.get(type(node))
-    if op is not None:
-        assert isinstance(node, exp.Binary)
-        left, right = node.left.unnest(), node.right.unnest()
-        if _mentions_column(left) and _mentions_column(right):
-            raise QueryRejected(
-                f"{node.sql(dialect='duckdb')}: compare a column with a constant, not with another column"
-            )
-        if not _mentions_column(left) and not _mentions_column(right):
-            raise QueryRejected(
-                f"{node.sql(dialect='duckdb')}: a condition must compare a dimension column with a constant"
-            )
-        if _mentions_column(right):
-            left, right = right, left
-            op = _MIRRORED.get(op, op)
-        column = _bare_dimension(left, scope)
-        return Predicate(column.name, op, (_constant(right, column, scope),))
-    if isinstance(node, exp.Column):
-        raise QueryRejected(f"WHERE {node.sql()}: write the condition out, e.g. {node.sql()} = true")
-    if isinstance(node, exp.Boolean | exp.Literal | exp.Null):
-        raise QueryRejected(
-            "constant conditions are not allowed in WHERE: compare a dimension with a constant"
-        )
-    raise QueryRejected(
-        f"WHERE {node.sql(dialect='duckdb')} is not allowed: use comparisons (=, <>, <, <=, >, "
-        ">=), IN (...), BETWEEN or IS [NOT] NULL of a dimension column with constants, "
-        "joined by AND"
-    )
-
-
-def _mentions_column(node: exp.Expr) -> bool:
-    return node.find(exp.Column) is not None
-
-
-def _bare_dimension(node: exp.Expr, scope: _Scope) -> Column:
-    node = node.unnest()
-    if isinstance(node, exp.Column):
-        return scope.dimension(node, clause="WHERE")
-    column = node.find(exp.Column)
-    if column is not None:
-        scope.dimension(column, clause="WHERE")  # identifiers and measures get their own message
-    raise QueryRejected(
-        f"functions and arithmetic on columns are not allowed in WHERE ({node.sql(dialect='duckdb')}): "
-        "they can single out respondents; compare the bare column with a constant"
-    )
-
-
-def _constant(node: exp.Expr, column: Column, scope: _Scope) -> Scalar:
-    node = node.unnest()
-    value = _literal(node)
-    type_name = scope.type_of(column).upper()
-    is_numeric = type_name.split("(")[0] in NUMERIC_TYPES
-    # bool is an int to Python, not to the engine: `class = true` is not a number
-    if is_numeric and (isinstance(value, bool) or not isinstance(value, int | float)):
-        raise QueryRejected(
-            f"column {column.name!r} is numeric ({type_name}); compare it with a number, "
-            f"not {node.sql(dialect='duckdb')}"
-        )
-    if type_name.startswith(_TEMPORAL_TYPES):
-        if isinstance(value, str):
-            return _parse_temporal(value, column, type_name)
-        if not isinstance(value, dt.date):
-            raise QueryRejected(
-                f"column {column.name!r} is a {type_name}; compare it with a date such as '2020-01-31'"
-            )
-        if type_name.startswith("TIMESTAMP") and not isinstance(value, dt.datetime):
-            # the engine reads DATE 'd' as midnight of d here; one canonical form for both
-            return dt.datetime.combine(value, dt.time())
-    elif not is_numeric and type_name == "BOOLEAN":
-        if not isinstance(value, bool):
-            raise QueryRejected(f"column {column.name!r} is BOOLEAN; compare it with true or false")
-    elif not is_numeric and not isinstance(value, str):
-        example = value.isoformat() if isinstance(value, dt.date) else node.sql(dialect="duckdb")
-        raise QueryRejected(
-            f"column {column.name!r} is text ({type_name}); compare it with a quoted string, e.g. '{example}'"
-        )
-    return value
-
-
-def _literal(node: exp.Expr) -> Scalar:
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return str(node.this)
-        return _number(str(node.this))
-    if isinstance(node, exp.RawString):  # $$text$$
-        return str(node.this)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        return -_number(str(node.this.this))
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        target = node.to.this.value.upper() if node.to is not None else ""
-        if target.startswith(("DATE", "TIMESTAMP")):
-            return _parse_temporal(str(node.this.this), None, target)
-    if isinstance(node, exp.Null):
-        raise QueryRejected("comparisons with NULL are never true: use IS NULL or IS NOT NULL")
-    raise QueryRejected(
-        f"{node.sql(dialect='duckdb')} is not a plain constant: compare with a literal value "
-        "(no functions, arithmetic or casts of columns)"
-    )
-
-
-def _number(text: str) -> int | float:
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        raise QueryRejected(f"{text!r} is not a number") from None
-    if not number.is_finite() or number.adjusted() > 38:
-        raise QueryRejected(f"the number {_abbreviated(text)} is out of range: compare with a smaller number")
-    # 1980, 1980.0 and 1.98e3 are one value: one canonical form, so re-phrasing a
-    # condition cannot make a query look new to the history and the audit.
-    if number == number.to_integral_value():
-        integer = int(number)
-        if abs(integer) <= _MAX_INTEGER:
-            return integer
-    value = float(number)
-    if not math.isfinite(value):
-        raise QueryRejected(f"the number {_abbreviated(text)} is out of range: compare with a smaller number")
-    return value
-
-
-def _abbreviated(text: str) -> str:
-    return text if len(text) <= 24 else f"{text[:20]}..."
-
-
-def _parse_temporal(text: str, column: Column | None, type_name: str) -> dt.date | dt.datetime:
-    kind = "date" if type_name.startswith("DATE") else "timestamp"
-    where = f" for column {column.name!r}" if column else ""
-    try:
-        value = dt.date.fromisoformat(text) if kind == "date" else dt.datetime.fromisoformat(text)
-    except ValueError:
-        example = "'2020-01-31'" if kind == "date" else "'2020-01-31 13:45:00'"
-        raise QueryRejected(
-            f"{text!r} is not a valid {kind}{where}: use ISO format, e.g. {example}"
-        ) from None
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        raise QueryRejected(f"{text!r}: time zone offsets are not supported{where}; drop the offset")
-    return value
-
-
-def _ascending(low: Scalar, high: Scalar) -> tuple[Scalar, Scalar]:
-    try:
-        return (high, low) if high < low else (low, high)  # type: ignore[operator]
-    except TypeError:  # a DATE bound against a TIMESTAMP one
-        raise QueryRejected(
-            "BETWEEN SYMMETRIC needs two bounds of the same type: write both as dates or both as timestamps"
-        ) from None
-
-
-def _order(value: Scalar) -> tuple[str, str]:
-    return (type(value).__name__, repr(value))
-
-
 def _dedupe(names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
 def _order_by(
     select: exp.Select,
-    scope: _Scope,
+    scope: Scope,
     projections: list[tuple[str, _Item]],
     outputs: list[Output],
 ) -> tuple[OrderItem, ...]:
@@ -584,7 +286,7 @@ def _order_by(
     return tuple(items)
 
 
-def _output_index(node: exp.Expr, scope: _Scope, projections: list[tuple[str, _Item]]) -> int:
+def _output_index(node: exp.Expr, scope: Scope, projections: list[tuple[str, _Item]]) -> int:
     message = (
         f"ORDER BY {node.sql(dialect='duckdb')}: order by an output column (its name, alias or "
         "position); ordering is applied to the protected answer"
@@ -643,5 +345,5 @@ def _position(text: str) -> int:
 def _whole_number(node: exp.Expr | None, clause: str) -> int:
     if isinstance(node, exp.Literal) and not node.is_string and _WHOLE_NUMBER.fullmatch(str(node.this)):
         return int(node.this)
-    text = _abbreviated(node.sql(dialect="duckdb")) if node is not None else ""
+    text = abbreviated(node.sql(dialect="duckdb")) if node is not None else ""
     raise QueryRejected(f"{clause} {text}: use a whole number of rows (at most 18 digits)")
