@@ -15,7 +15,6 @@ bound to its versioned snapshot, and a reference to anything else is refused.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from typing import Any
 
@@ -25,7 +24,8 @@ from psycopg import sql
 from sqlglot import exp
 
 from guard.backends.base import Backend, Capabilities, KeyedHash, ResultSet, TableInfo, TopN, plain_rows
-from guard.backends.postgres_snapshot import Connection, Snapshot, Snapshotter, first_line
+from guard.backends.postgres_connect import connect, first_line
+from guard.backends.postgres_snapshot import Connection, Snapshot, Snapshotter
 from guard.errors import BackendError, PolicyError
 from guard.policy.model import Policy
 
@@ -188,33 +188,6 @@ class PostgresBackend(Backend):
         if not keep:
             with contextlib.suppress(psycopg.Error):
                 con.close()
-
-
-def connect(dsn: str, policy: Policy, key: str) -> Connection:
-    """An autocommit connection to ``dsn`` (the policy's ``key``).
-
-    Raises PolicyError for a malformed dsn, BackendError when the server cannot be
-    reached; neither message repeats the dsn's password.
-    """
-    try:
-        return psycopg.connect(dsn, autocommit=True)
-    except psycopg.ProgrammingError:
-        # psycopg quotes the whole malformed string, password included
-        raise PolicyError(
-            f"{policy.path.name}: {key}: not a valid libpq connection string or postgresql:// URI"
-        ) from None
-    except psycopg.Error as exc:
-        raise BackendError(f"cannot connect to postgres ({key}): {_scrub(first_line(exc), dsn)}") from None
-
-
-def _scrub(message: str, dsn: str) -> str:
-    """``message`` without the dsn's password, in case the server or libpq echoes it."""
-    with contextlib.suppress(psycopg.Error):
-        password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")
-        if password:
-            message = message.replace(str(password), "***")
-    message = re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", message)
-    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", message)
 
 
 def _check_role(con: Connection, policy: Policy) -> str:

@@ -31,6 +31,7 @@ from psycopg.types.json import Json
 
 from guard.backends.base import TableInfo
 from guard.backends.duckdb_backend import file_snapshot
+from guard.backends.postgres_connect import connect, first_line
 from guard.backends.postgres_types import Connection, SourceTable, ordered, postgres_type
 from guard.errors import BackendError, PolicyError
 from guard.policy.model import Policy, Role, SourceKind, Table
@@ -366,8 +367,6 @@ class Snapshotter:
             owner.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(sql.SQL(", ").join(targets), grantee))
 
     def _connect_owner(self) -> Connection:
-        from guard.backends.postgres_backend import connect
-
         assert self._owner_dsn is not None
         return connect(self._owner_dsn, self._policy, "backend.owner_dsn")
 
@@ -399,12 +398,6 @@ def _failures(policy: Policy, table: Table | None, key: str) -> Iterator[None]:
     except psycopg.Error as exc:
         where = f"tables.{table.name}" if table is not None else "backend"
         raise BackendError(f"{policy.path.name}: {where}: the snapshot failed: {first_line(exc)}") from None
-
-
-def first_line(exc: psycopg.Error) -> str:
-    # the primary message only: DETAIL lines may quote row values
-    primary = exc.diag.message_primary if exc.diag is not None else None
-    return (primary or str(exc) or type(exc).__name__).splitlines()[0]
 
 
 def _duck_ident(name: str) -> str:
