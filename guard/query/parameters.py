@@ -86,6 +86,12 @@ def _literal(value: Parameter, position: int) -> exp.Expr:
     if isinstance(value, str):
         if "\x00" in value:
             raise QueryRejected(f"parameter ${position} contains a NUL character: remove it")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryRejected(
+                f"parameter ${position} is not valid Unicode (a lone surrogate): send it as UTF-8 text"
+            ) from None
         return exp.Literal.string(value)
     if isinstance(value, dt.datetime):
         return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.Type.TIMESTAMP)

@@ -71,3 +71,11 @@ def test_parameters_that_do_not_fit_are_rejected(
 def test_the_log_keeps_the_bound_sql(students: Guard) -> None:
     students.query("SELECT major, SUM(income) FROM students WHERE sex = $1 GROUP BY major", "alice", ["Male"])
     assert students.log()[-1]["sql"].endswith("WHERE sex = 'Male' GROUP BY major")
+
+
+def test_a_parameter_that_is_not_valid_unicode_is_rejected_not_an_engine_error(students: Guard) -> None:
+    with pytest.raises(QueryRejected, match=r"parameter \$1 is not valid Unicode"):
+        students.query(
+            "SELECT COUNT(*) FROM students WHERE sex = $1", analyst="alice", parameters=["E\udc80"]
+        )
+    assert students.log()[-1]["decision"] == "rejected"
