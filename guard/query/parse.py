@@ -59,7 +59,10 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
     except (ParseError, TokenError) as exc:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
     except RecursionError:
-        raise QueryRejected(_too_deep()) from None
+        # nesting without parentheses (NOT NOT NOT ..., unary minus chains) also recurses
+        raise QueryRejected(
+            "query nests too deeply for the parser (a long chain of NOT or of unary operators): simplify it"
+        ) from None
     if not statements:
         raise QueryRejected("empty query: send one SELECT statement")
     if len(statements) > 1:
