@@ -14,7 +14,7 @@ from guard.errors import QueryRejected
 from guard.policy.model import Limits
 from guard.query.parameters import Parameter, bind_parameters
 
-__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "parse"]
+__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "parse", "parse_within_limits"]
 
 DIALECT = "duckdb"
 
@@ -81,6 +81,28 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
             "arithmetic): simplify it, e.g. with IN lists"
         )
     return bind_parameters(tree, parameters)
+
+
+def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
+    """Every statement of ``sql`` parsed in ``dialect``, for callers that read a text before
+    the guard does (the PostgreSQL endpoint routing catalog probes and typing
+    parameters): the same nesting limits as :func:`parse`, so no text can make them
+    recurse without bound.
+
+    Raises:
+        QueryRejected: too deeply nested, or not parsable.
+    """
+    try:
+        _check_nesting(sql)
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+    except (ParseError, TokenError, ValueError) as exc:
+        raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
+    except RecursionError:
+        raise QueryRejected("query nests too deeply for the parser: simplify it") from None
+    for statement in statements:
+        if _tree_depth(statement) > MAX_TREE_DEPTH:
+            raise QueryRejected(f"query's syntax tree is deeper than {MAX_TREE_DEPTH} levels: simplify it")
+    return statements
 
 
 def _check_nesting(sql: str) -> None:

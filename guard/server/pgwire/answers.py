@@ -16,13 +16,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from guard.core import Guard
-from guard.errors import AccessDenied
+from guard.errors import AccessDenied, QueryRejected
 from guard.query.parameters import Parameter
+from guard.query.parse import parse_within_limits
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
 from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
@@ -55,8 +54,8 @@ def route(sql: str) -> Plan:
     """Who answers the query ``sql``. Text that does not parse as PostgreSQL goes to the
     guard, which explains what is wrong with it in its own words."""
     try:
-        trees = [t for t in sqlglot.parse(sql, read="postgres") if t is not None]
-    except (ParseError, TokenError, ValueError):
+        trees = parse_within_limits(sql, "postgres")
+    except QueryRejected:
         return GuardPlan(sql)
     if len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0]):
         return CatalogPlan(trees[0])

@@ -20,16 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from guard.core import Guard
-from guard.errors import AccessDenied
+from guard.errors import AccessDenied, QueryRejected
 from guard.policy.model import NoiseMode
 from guard.query.front import read_query
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT
+from guard.query.parse import parse_within_limits
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
 
@@ -117,11 +115,12 @@ def infer_parameter_types(guard: Guard, sql: str) -> dict[int, PgType]:
     the column it is compared with, int8 in LIMIT/OFFSET. Positions the text does not
     tell are left out (their values are taken as text)."""
     try:
-        tree = sqlglot.parse_one(sql, read=DIALECT)
-    except (ParseError, TokenError, ValueError):
+        trees = parse_within_limits(sql)
+    except QueryRejected:
         return {}
-    if tree is None:
+    if len(trees) != 1:
         return {}
+    tree = trees[0]
     types = _table_types(guard, tree)
     inferred: dict[int, PgType] = {}
     bare = 0

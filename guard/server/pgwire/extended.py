@@ -15,12 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
+from guard.errors import QueryRejected
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT
+from guard.query.parse import parse_within_limits
 from guard.server.pgwire import messages, sqlstate
 from guard.server.pgwire.answers import GuardPlan, Ticket
 from guard.server.pgwire.describe import ResultColumn, dummy_parameters, guard_columns, infer_parameter_types
@@ -245,11 +244,12 @@ def _same_width(described: Sequence[ResultColumn] | None, actual: Sequence[Any])
 
 def _guard_placeholders(sql: str) -> int:
     try:
-        tree = sqlglot.parse_one(sql, read=DIALECT)
-    except (ParseError, TokenError, ValueError):
+        trees = parse_within_limits(sql)
+    except QueryRejected:
+        return 0  # the guard rejects the text itself, in its own words
+    if len(trees) != 1:
         return 0
-    if tree is None:
-        return 0
+    tree = trees[0]
     numbered = [int(str(p.this)) for p in tree.find_all(exp.Placeholder) if str(p.this or "").isdigit()]
     bare = sum(1 for p in tree.find_all(exp.Placeholder) if p.this is None)
     return max([bare, *numbered])
