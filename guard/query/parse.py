@@ -63,6 +63,8 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
         raise QueryRejected(
             "query nests too deeply for the parser (a long chain of NOT or of unary operators): simplify it"
         ) from None
+    except Exception as exc:  # sqlglot's own faults on odd text (IndexError on SHOW ALL)
+        raise QueryRejected(_parser_fault(exc)) from None
     if not statements:
         raise QueryRejected("empty query: send one SELECT statement")
     if len(statements) > 1:
@@ -99,6 +101,8 @@ def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
     except RecursionError:
         raise QueryRejected("query nests too deeply for the parser: simplify it") from None
+    except Exception as exc:
+        raise QueryRejected(_parser_fault(exc)) from None
     for statement in statements:
         if _tree_depth(statement) > MAX_TREE_DEPTH:
             raise QueryRejected(f"query's syntax tree is deeper than {MAX_TREE_DEPTH} levels: simplify it")
@@ -130,6 +134,13 @@ def _tree_depth(tree: exp.Expr) -> int:
             break
         stack.extend((child, level + 1) for child in node.iter_expressions())
     return deepest
+
+
+def _parser_fault(exc: Exception) -> str:
+    return (
+        f"cannot parse the query: the SQL parser failed on it ({type(exc).__name__}); send one SELECT "
+        "statement of aggregates"
+    )
 
 
 def _too_deep() -> str:

@@ -88,3 +88,10 @@ def test_trace_keeps_what_a_failing_request_got_to(students: Guard) -> None:
         )
     assert trace.table is not None and trace.table.name == "students"
     assert trace.bound_sql is not None and "'EE'" in trace.bound_sql
+
+
+def test_a_parser_fault_is_a_rejection(students: Guard) -> None:
+    """sqlglot raises IndexError on SHOW ALL (found by the fuzz harness)."""
+    with pytest.raises(GuardError, match="the SQL parser failed on it"):
+        students.query("SHOW ALL", analyst="alice")
+    assert students.log()[-1]["decision"] == "rejected"
