@@ -63,6 +63,8 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
         raise QueryRejected(
             "query nests too deeply for the parser (a long chain of NOT or of unary operators): simplify it"
         ) from None
+    except QueryRejected:
+        raise
     except Exception as exc:  # sqlglot's own faults on odd text (IndexError on SHOW ALL)
         raise QueryRejected(_parser_fault(exc)) from None
     if not statements:
@@ -101,6 +103,8 @@ def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
     except RecursionError:
         raise QueryRejected("query nests too deeply for the parser: simplify it") from None
+    except QueryRejected:
+        raise
     except Exception as exc:
         raise QueryRejected(_parser_fault(exc)) from None
     for statement in statements:
