@@ -16,9 +16,17 @@ from sqlglot import exp
 
 from guard.errors import QueryRejected
 
-__all__ = ["Parameter", "bind_parameters"]
+__all__ = ["MAX_PARAMETERS", "Parameter", "bind_parameters"]
 
 Parameter = str | int | float | decimal.Decimal | bool | dt.date | dt.datetime | None
+
+
+#: the most parameters one statement may have (PostgreSQL's protocol counts them in 16 bits)
+MAX_PARAMETERS = 65_535
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 12 else text[:12] + "..."
 
 
 def bind_parameters(tree: exp.Expr, parameters: Sequence[Parameter] | None) -> exp.Expr:
@@ -51,6 +59,11 @@ def bind_parameters(tree: exp.Expr, parameters: Sequence[Parameter] | None) -> e
                 raise QueryRejected(
                     f"named placeholder :{text} is not allowed: number the parameters $1, $2, ... "
                     "and send their values"
+                )
+            if int(text) > MAX_PARAMETERS:
+                raise QueryRejected(
+                    f"placeholder ${_short(text)} is beyond ${MAX_PARAMETERS}, the most parameters a "
+                    "statement may have: number them $1, $2, ..."
                 )
             positions.append(int(text))
         needed = max(positions)

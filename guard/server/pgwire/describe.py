@@ -26,7 +26,7 @@ from guard.core import Guard
 from guard.errors import AccessDenied, QueryRejected
 from guard.policy.model import NoiseMode
 from guard.query.front import read_query
-from guard.query.parameters import Parameter
+from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
@@ -128,10 +128,12 @@ def infer_parameter_types(guard: Guard, sql: str) -> dict[int, PgType]:
         if placeholder.this is None:
             bare += 1
             position = bare
-        elif str(placeholder.this).isdigit():
+        elif str(placeholder.this).isdigit() and len(str(placeholder.this)) <= 6:
             position = int(str(placeholder.this))
         else:
             continue
+        if position > MAX_PARAMETERS:
+            continue  # the guard rejects it; a type list that long would only cost memory
         found = _context_type(placeholder, types)
         if found is not None:
             inferred[position] = found

@@ -18,7 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from guard.errors import QueryRejected
-from guard.query.parameters import Parameter
+from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
 from guard.server.pgwire import messages, sqlstate
 from guard.server.pgwire.answers import GuardPlan, Ticket
@@ -250,7 +250,12 @@ def _guard_placeholders(sql: str) -> int:
     if len(trees) != 1:
         return 0
     tree = trees[0]
-    numbered = [int(str(p.this)) for p in tree.find_all(exp.Placeholder) if str(p.this or "").isdigit()]
+    # a placeholder past the protocol's limit is the guard's to reject, never a list to allocate
+    numbered = [
+        int(text)
+        for text in (str(p.this or "") for p in tree.find_all(exp.Placeholder))
+        if text.isdigit() and len(text) <= 6 and int(text) <= MAX_PARAMETERS
+    ]
     bare = sum(1 for p in tree.find_all(exp.Placeholder) if p.this is None)
     return max([bare, *numbered])
 

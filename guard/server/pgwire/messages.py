@@ -108,7 +108,11 @@ class _Buffer:
         try:
             return text.decode("utf-8")
         except UnicodeDecodeError:
-            raise SqlError(sqlstate.PROTOCOL_VIOLATION, "message text is not valid UTF-8") from None
+            # as PostgreSQL answers it: an error, and the session goes on
+            raise SqlError(
+                sqlstate.CHARACTER_NOT_IN_REPERTOIRE,
+                'invalid byte sequence for encoding "UTF8": send the text as UTF-8',
+            ) from None
 
     def _unpack(self, fmt: str) -> int:
         size = struct.calcsize(fmt)

@@ -165,7 +165,7 @@ class Session:
                 if self._skipping:
                     continue  # after an error, everything up to Sync is discarded
                 self._send_error(error, runner)  # COPY, function calls: refused, connection kept
-                if kind == b"F":  # a function call is a cycle of its own, as a simple query
+                if kind in (b"F", b"Q"):  # a cycle of its own: answered, then ready again
                     await self._ready(runner)
                 elif kind != b"Q":
                     self._skipping = True

@@ -26,3 +26,25 @@ def test_deep_texts_are_rejected_cleanly(students: Any, sql: str, prepare: bool)
             conn.execute(sql, prepare=prepare)
         assert caught.value.sqlstate == "42000", caught.value
         assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)  # the session goes on
+
+
+def test_text_that_is_not_utf8_is_an_error_and_the_session_goes_on(students: Any) -> None:
+    with psycopg.connect(students.dsn(), autocommit=True) as conn:
+        result = conn.pgconn.exec_(b"SELECT COUNT(*) FROM students WHERE sex = 'E\xed\xa0\x80'")
+        assert result.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22021"
+        assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
+
+
+def test_a_huge_placeholder_number_is_rejected_without_allocating(students: Any) -> None:
+    """$99999999999999999999 once made the endpoint allocate a parameter list that long
+    (gigabytes; found by the fuzz harness)."""
+    sql = b"SELECT COUNT(*) FROM students WHERE sex = $99999999999999999999"
+    field = psycopg.pq.DiagnosticField.SQLSTATE
+    with psycopg.connect(students.dsn(), autocommit=True) as conn:
+        executed = conn.pgconn.exec_params(sql, [b"EE"])
+        # the endpoint counts no placeholder past $65535, so the value does not fit: 08P01,
+        # as PostgreSQL answers a Bind with the wrong number of values
+        assert executed.error_field(field) in (b"42000", b"08P01")
+        prepared = conn.pgconn.prepare(b"huge", sql)
+        assert prepared.error_field(field) in (None, b"42000")
+        assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
