@@ -267,6 +267,12 @@ class Guard:
             return unlogged  # the store failed too: say that, it is what must be fixed
         return InternalError(f"{reason}; the request is logged as #{log_id}: report it to the data steward")
 
+    def rejected_at_endpoint(self, analyst: str, text: str, error: GuardError) -> None:
+        """Log a request of an authenticated analyst that an endpoint refused before
+        :meth:`query` could read it (text that is not UTF-8, a body that is not a
+        query): bad input is logged too."""
+        self.recorder.failed(RequestFacts(analyst, text, time.perf_counter()), error)
+
     def failed_login(self, endpoint: str, user: str | None, address: str) -> None:
         """Log a failed login at an endpoint (the endpoints' default failed-login hook)."""
         self.recorder.failed_login(endpoint, user, address)

@@ -15,6 +15,7 @@ before the app reads them (:mod:`guard.server.httplimits`), SQL text by length.
 
 # No ``from __future__ import annotations`` here: FastAPI reads the endpoints' annotations
 # at runtime, and they name objects local to create_app (the bearer scheme, the caller).
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Coroutine, Mapping
@@ -31,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from guard import __version__
 from guard.core import Guard
-from guard.errors import AccessDenied, GuardError, PolicyError, codes_for
+from guard.errors import AccessDenied, GuardError, PolicyError, QueryRejected, codes_for
 from guard.policy.model import Analyst
 from guard.server.arrow import ARROW_STREAM, arrow_available, arrow_stream
 from guard.server.auth import Authenticator
@@ -142,6 +143,7 @@ def create_app(
             logger.warning("login failed for a bearer token from %s", address)
             await after_failure(delay, app.state.on_failed_login, "http", None, address)
             raise AccessDenied(_UNAUTHENTICATED)
+        request.state.analyst = who.name  # a body that is no query is logged under them
         return who
 
     Caller = Annotated[Analyst, Depends(analyst)]
@@ -206,7 +208,7 @@ def create_app(
         """Liveness, without authentication: names the policy, nothing else."""
         return Health(status="ok", policy=guard.policy.name)
 
-    _install_error_handlers(app)
+    _install_error_handlers(app, guard)
     return app
 
 
@@ -244,15 +246,22 @@ def _internal_error(error: Exception) -> Response:
     )
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def _install_error_handlers(app: FastAPI, guard: Guard) -> None:
     @app.exception_handler(GuardError)
     async def guard_error(_: Request, error: GuardError) -> JSONResponse:
         return error_response(error)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        reason = _validation_message(error)
+        analyst = getattr(request.state, "analyst", None)
+        if analyst is not None and request.url.path == "/query":
+            # bad input is logged too: the body as sent (bounded by the body limit), escaped
+            text = (await request.body()).decode("utf-8", "backslashreplace")
+            with contextlib.suppress(GuardError):
+                await run_in_threadpool(guard.rejected_at_endpoint, analyst, text, QueryRejected(reason))
         return JSONResponse(
-            {"status": "rejected", "error": "InvalidRequest", "reason": _validation_message(error)},
+            {"status": "rejected", "error": "InvalidRequest", "reason": reason},
             status_code=HTTPStatus.UNPROCESSABLE_ENTITY,
         )
 

@@ -42,6 +42,9 @@ class PreparedStatement:
     parameter_types: tuple[PgType, ...]
     #: set by a statement Describe: the columns the client was told about
     columns: tuple[ResultColumn, ...] | None = None
+    #: the text does not parse, so its placeholders are unknown: Bind takes any number
+    #: of values (as text) and the guard rejects the text at Execute, in the log
+    unparsed: bool = False
 
 
 @dataclass
@@ -76,7 +79,11 @@ class ExtendedProtocol:
             raise SqlError(sqlstate.SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
         prepared = await self._runner.prepare(message.sql, self._ticket())
         types = await self._parameter_types(prepared, message.sql, message.parameter_types)
-        self.statements[message.statement] = PreparedStatement(prepared, types)
+        unparsed = False
+        if isinstance(prepared.plan, GuardPlan):  # parsing may take a while: off the loop
+            answerer, sql = self._runner.answerer, message.sql
+            unparsed = not await answerer.call(self._ticket(), lambda: _parses(sql))
+        self.statements[message.statement] = PreparedStatement(prepared, types, unparsed=unparsed)
         self._send(messages.PARSE_COMPLETE)
 
     async def _parameter_types(
@@ -104,6 +111,8 @@ class ExtendedProtocol:
     def bind(self, message: Bind) -> None:
         statement = self._statement(message.statement)
         types = list(statement.parameter_types)
+        if statement.unparsed and len(message.values) > len(types):
+            types += [by_name("text")] * (len(message.values) - len(types))
         if len(message.values) != len(types):
             raise SqlError(
                 sqlstate.PROTOCOL_VIOLATION,
@@ -240,6 +249,14 @@ class ExtendedProtocol:
 
 def _same_width(described: Sequence[ResultColumn] | None, actual: Sequence[Any]) -> bool:
     return described is not None and len(described) == len(actual)
+
+
+def _parses(sql: str) -> bool:
+    try:
+        parse_within_limits(sql)
+    except QueryRejected:
+        return False
+    return True
 
 
 def _guard_placeholders(sql: str) -> int:

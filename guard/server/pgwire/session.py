@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from guard.errors import GuardError, codes_for
+from guard.errors import GuardError, QueryRejected, codes_for
 from guard.server.limits import ServeLimits
 from guard.server.pgwire import messages, sqlstate
 from guard.server.pgwire.answers import Answerer, Ticket
@@ -164,6 +164,8 @@ class Session:
                     raise SqlError(error.sqlstate, error.message, fatal=True) from None
                 if self._skipping:
                     continue  # after an error, everything up to Sync is discarded
+                if kind in (b"Q", b"P") and error.sqlstate == sqlstate.CHARACTER_NOT_IN_REPERTOIRE:
+                    await self._log_rejected(runner, body, error.message)
                 self._send_error(error, runner)  # COPY, function calls: refused, connection kept
                 if kind in (b"F", b"Q"):  # a cycle of its own: answered, then ready again
                     await self._ready(runner)
@@ -255,6 +257,13 @@ class Session:
             except Exception as error:
                 self._send_error(error, runner)
                 return
+
+    async def _log_rejected(self, runner: StatementRunner, body: bytes, reason: str) -> None:
+        """Log a query the endpoint could not read (bad input is logged too), off the loop."""
+        guard = self.services.answerer.guard
+        text = body.rstrip(b"\x00").decode("utf-8", "backslashreplace")
+        with contextlib.suppress(GuardError):  # the store's failure is the server log's matter
+            await asyncio.to_thread(guard.rejected_at_endpoint, runner.analyst, text, QueryRejected(reason))
 
     def _send_error(self, error: Exception, runner: StatementRunner) -> None:
         runner.failed()

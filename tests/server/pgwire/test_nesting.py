@@ -48,3 +48,20 @@ def test_a_huge_placeholder_number_is_rejected_without_allocating(students: Any)
         prepared = conn.pgconn.prepare(b"huge", sql)
         assert prepared.error_field(field) in (None, b"42000")
         assert conn.execute("SELECT COUNT(*) FROM students").fetchone() == (9,)
+
+
+def test_non_utf8_text_is_logged_as_rejected(students: Any) -> None:
+    with psycopg.connect(students.dsn(), autocommit=True) as conn:
+        conn.pgconn.exec_(b"SELECT COUNT(*) FROM students WHERE sex = 'E\xed\xa0\x80' /* bad bytes */")
+        conn.execute("SELECT COUNT(*) FROM students")  # a round trip: the log row is written
+    rows = [r for r in students.guard.log() if "bad bytes" in (r["sql"] or "")]
+    assert len(rows) == 1 and rows[0]["decision"] == "rejected" and rows[0]["analyst"] == "alice"
+
+
+def test_an_unparsable_prepared_text_with_parameters_reaches_the_guard_and_is_logged(students: Any) -> None:
+    sql = b"select sum(income) fom students where class = $1 /* unparsable */"
+    with psycopg.connect(students.dsn(), autocommit=True) as conn:
+        result = conn.pgconn.exec_params(sql, [b"1979"])
+        assert result.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"42000"
+    rows = [r for r in students.guard.log() if "unparsable" in (r["sql"] or "")]
+    assert len(rows) == 1 and rows[0]["decision"] == "rejected"
