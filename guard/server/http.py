@@ -17,6 +17,7 @@ before the app reads them (:mod:`guard.server.httplimits`), SQL text by length.
 # at runtime, and they name objects local to create_app (the bearer scheme, the caller).
 import contextlib
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from http import HTTPStatus
@@ -256,8 +257,9 @@ def _install_error_handlers(app: FastAPI, guard: Guard) -> None:
         reason = _validation_message(error)
         analyst = getattr(request.state, "analyst", None)
         if analyst is not None and request.url.path == "/query":
-            # bad input is logged too: the body as sent (bounded by the body limit), escaped
-            text = (await request.body()).decode("utf-8", "backslashreplace")
+            # bad input is logged too: its SQL when the body holds one, else the body as sent
+            # (bounded by the body limit); the recorder escapes what is not UTF-8
+            text = _sql_of(await request.body())
             with contextlib.suppress(GuardError):
                 await run_in_threadpool(guard.rejected_at_endpoint, analyst, text, QueryRejected(reason))
         return JSONResponse(
@@ -275,6 +277,15 @@ def _install_error_handlers(app: FastAPI, guard: Guard) -> None:
     @app.exception_handler(Exception)
     async def internal_error(_: Request, error: Exception) -> Response:
         return _internal_error(error)  # outside any route (a middleware's bug)
+
+
+def _sql_of(body: bytes) -> str:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "backslashreplace")
+    sql = document.get("sql") if isinstance(document, dict) else None
+    return sql if isinstance(sql, str) else body.decode("utf-8", "backslashreplace")
 
 
 def _plain_error(status: HTTPStatus, reason: str, headers: Mapping[str, str] | None = None) -> Response:

@@ -45,6 +45,8 @@ class PreparedStatement:
     #: the text does not parse, so its placeholders are unknown: Bind takes any number
     #: of values (as text) and the guard rejects the text at Execute, in the log
     unparsed: bool = False
+    #: the statement's text, for the log of a Bind the endpoint refuses
+    sql: str = ""
 
 
 @dataclass
@@ -83,7 +85,9 @@ class ExtendedProtocol:
         if isinstance(prepared.plan, GuardPlan):  # parsing may take a while: off the loop
             answerer, sql = self._runner.answerer, message.sql
             unparsed = not await answerer.call(self._ticket(), lambda: _parses(sql))
-        self.statements[message.statement] = PreparedStatement(prepared, types, unparsed=unparsed)
+        self.statements[message.statement] = PreparedStatement(
+            prepared, types, unparsed=unparsed, sql=message.sql
+        )
         self._send(messages.PARSE_COMPLETE)
 
     async def _parameter_types(

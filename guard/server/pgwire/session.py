@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from guard.errors import GuardError, QueryRejected, codes_for
 from guard.server.limits import ServeLimits
 from guard.server.pgwire import messages, sqlstate
-from guard.server.pgwire.answers import Answerer, Ticket
+from guard.server.pgwire.answers import Answerer, GuardPlan, Ticket
 from guard.server.pgwire.execution import IDLE, StatementRunner
 from guard.server.pgwire.extended import ExtendedProtocol
 from guard.server.pgwire.messages import (
@@ -165,7 +165,8 @@ class Session:
                 if self._skipping:
                     continue  # after an error, everything up to Sync is discarded
                 if kind in (b"Q", b"P") and error.sqlstate == sqlstate.CHARACTER_NOT_IN_REPERTOIRE:
-                    await self._log_rejected(runner, body, error.message)
+                    text = body.rstrip(b"\x00").decode("utf-8", "backslashreplace")
+                    await self._log_rejected(runner, text, error.message)
                 self._send_error(error, runner)  # COPY, function calls: refused, connection kept
                 if kind in (b"F", b"Q"):  # a cycle of its own: answered, then ready again
                     await self._ready(runner)
@@ -204,6 +205,11 @@ class Session:
             try:
                 await self._extended_step(message, extended)
             except Exception as error:
+                if isinstance(message, Bind) and isinstance(error, SqlError):
+                    # values that do not fit the statement: refused here, logged like the guard's
+                    statement = extended.statements.get(message.statement)
+                    if statement is not None and isinstance(statement.prepared.plan, GuardPlan):
+                        await self._log_rejected(runner, statement.sql, error.message)
                 self._send_error(error, runner)
                 self._skipping = True
 
@@ -258,10 +264,10 @@ class Session:
                 self._send_error(error, runner)
                 return
 
-    async def _log_rejected(self, runner: StatementRunner, body: bytes, reason: str) -> None:
-        """Log a query the endpoint could not read (bad input is logged too), off the loop."""
+    async def _log_rejected(self, runner: StatementRunner, text: str, reason: str) -> None:
+        """Log a query the endpoint refused before the guard read it (bad input is logged
+        too), off the loop."""
         guard = self.services.answerer.guard
-        text = body.rstrip(b"\x00").decode("utf-8", "backslashreplace")
         with contextlib.suppress(GuardError):  # the store's failure is the server log's matter
             await asyncio.to_thread(guard.rejected_at_endpoint, runner.analyst, text, QueryRejected(reason))
 

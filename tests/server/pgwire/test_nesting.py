@@ -65,3 +65,13 @@ def test_an_unparsable_prepared_text_with_parameters_reaches_the_guard_and_is_lo
         assert result.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"42000"
     rows = [r for r in students.guard.log() if "unparsable" in (r["sql"] or "")]
     assert len(rows) == 1 and rows[0]["decision"] == "rejected"
+
+
+def test_a_parameter_value_refused_at_bind_is_logged(students: Any) -> None:
+    sql = b"SELECT COUNT(*) FROM students WHERE class = $1 /* bad value */"
+    with psycopg.connect(students.dsn(), autocommit=True) as conn:
+        result = conn.pgconn.exec_params(sql, [b"EE'; DROP TABLE students; --"])
+        assert result.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
+        conn.execute("SELECT COUNT(*) FROM students")
+    rows = [r for r in students.guard.log() if "bad value" in (r["sql"] or "")]
+    assert len(rows) == 1 and rows[0]["decision"] == "rejected"
