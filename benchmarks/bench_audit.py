@@ -140,7 +140,7 @@ def main() -> None:
         rng = np.random.default_rng(args.seed)
         audit_ms: list[float] = []
         total_ms: list[float] = []
-        outcomes = {"answered": 0, "withheld some": 0, "refused": 0}
+        outcomes = {"answered": 0, "withheld some": 0, "refused": 0, "of which over the search budget": 0}
         window_start = 0
         print(
             f"{'window':>13} {'audit p50':>10} {'p95':>8} {'max':>8} {'request p50':>12} {'p95':>8} "
@@ -152,11 +152,14 @@ def main() -> None:
             began = time.perf_counter()
             try:
                 result = guard.query(sql, "alice")
-            except GuardError:
+            except GuardError as error:
                 outcomes["refused"] += 1
+                outcomes["of which over the search budget"] += "did not finish" in str(error)
             else:
                 withheld = any("history audit" in note for note in result.notes)
                 outcomes["withheld some" if withheld else "answered"] += 1
+                budget = any("did not finish" in note for note in result.notes)
+                outcomes["of which over the search budget"] += budget
             total_ms.append((time.perf_counter() - began) * 1000)
             audit_ms.append(sets.last + screen.last)
             if n % args.progress == 0:

@@ -79,6 +79,7 @@ class FinestCells:
         self._types = {c: info.types[c] for c in (*self._dimensions, *self._measures) if c in info.types}
         self._one_row_per_unit = info.one_row_per_unit
         self._lock = threading.Lock()
+        self._unit_offsets: Ids | None = None
         self._con = duckdb.connect(":memory:")
         self._load(backend)
 
@@ -94,6 +95,22 @@ class FinestCells:
         if self._unit_maps is None:
             return int(self._rows[ids].sum())
         return len(BitMap.union(*(self._unit_maps[int(i)] for i in ids)))
+
+    def unit_ids(self, ids: Ids) -> BitMap:
+        """The privacy units in the union of finest cells ``ids``, as ids. With one row per
+        unit the cells share no unit, so cell i's units are numbered by its rows."""
+        if self._unit_maps is not None:
+            return BitMap.union(BitMap(), *(self._unit_maps[int(i)] for i in ids))
+        offsets = self._offsets()
+        found = BitMap()
+        for i in np.asarray(ids, dtype=np.int64).tolist():
+            found.add_range(int(offsets[i]), int(offsets[i + 1]))
+        return found
+
+    def _offsets(self) -> Ids:
+        if self._unit_offsets is None:
+            self._unit_offsets = np.concatenate([[0], np.cumsum(self._rows)]).astype(np.int64)
+        return self._unit_offsets
 
     def rows(self, ids: Ids) -> int:
         """Rows in the union of finest cells ``ids``."""

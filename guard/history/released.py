@@ -12,6 +12,7 @@ from collections.abc import Hashable
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
+from scipy.sparse import csr_matrix
 
 from guard.history.modular import SUM_CHUNK
 from guard.history.rowsets import RowIds, as_bitmap, as_row_ids
@@ -51,6 +52,20 @@ class ReleasedSets:
             if count % SUM_CHUNK == 0:  # residues < 2**50: reduce before int64 could overflow
                 total %= p
         return total % p
+
+    def membership(self, sets: npt.NDArray[np.int64], rows: RowIds) -> csr_matrix:
+        """0/1 sparse matrix (len(sets) x len(rows)): which of ``rows`` each set holds."""
+        order = np.argsort(rows)
+        sorted_rows = rows[order]
+        probe = as_bitmap(sorted_rows)
+        indptr, indices = [0], []
+        for i in sets.tolist():
+            hits = np.searchsorted(sorted_rows, as_row_ids(self._sets[i] & probe))
+            indices.append(order[hits])
+            indptr.append(indptr[-1] + hits.size)
+        columns = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        data = np.ones(columns.size, dtype=np.float64)
+        return csr_matrix((data, columns, np.asarray(indptr)), shape=(len(sets), rows.size))
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
         """Tags of the sets with a nonzero coefficient."""

@@ -12,8 +12,10 @@ A cell's query set is its set of finest cells (``finest.py``). The checks, cheap
 1. implied: the cell's value follows from earlier releases: released, nothing changes;
 2. overlap control (``max_overlap``, off by default): the query set may share at most
    that many privacy units with any earlier released one (a repeat is exempt);
-3. exact span audit (``span.py``): releasing the cell must not make the total of any
-   group of fewer than k privacy units derivable;
+3. exact group audit (``groups.py`` over ``span.py``'s basis): releasing the cell must
+   not put in the span of released SUMs any vector (a total, a difference, any
+   combination) whose rows touch fewer than k privacy units, however many atoms and rows
+   per unit it takes; a search over its budget withholds the cell;
 4. partial disclosure (``tolerance``, off by default): an LP over the declared bounds
    must not pin such a group's total to an interval narrower than ``tolerance`` x its
    a-priori range (``intervals.py``).
@@ -46,10 +48,11 @@ from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid
 from guard.errors import QueryRefused
 from guard.history.finest import FinestCells, Ids, SpaceCells
+from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
 from guard.history.keys import CellKey, normalized, space_of
 from guard.history.rowsets import fingerprint
-from guard.history.span import AtomView, SpanAuditor
+from guard.history.span import SpanAuditor
 from guard.policy.model import HistoryMode, Policy, Role, Table
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
@@ -65,6 +68,7 @@ class _State:
     """One audit state: the span auditor and what the optional checks need."""
 
     auditor: SpanAuditor
+    groups: GroupSearch
     released: list[BitMap] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
     seen: set[bytes] = field(default_factory=set)
@@ -190,17 +194,17 @@ class HistoryScreen:
             return None
         if self._settings.max_overlap is not None and self._overlaps(state, finest, ids):
             return HistoryControl.OVERLAP
-        k = self.k
-
-        def small(view: AtomView) -> bool:
-            return finest.units(np.asarray(view.rows, dtype=np.int64)) < k
-
-        if auditor.would_disclose(ids, 0, small, unions=small):
-            return HistoryControl.SPAN
+        exposure = auditor.exposure(ids)
+        if exposure is not None:
+            verdict = state.groups.check(exposure).verdict
+            if verdict is GroupVerdict.DISCLOSES:
+                return HistoryControl.SPAN
+            if verdict is GroupVerdict.EXHAUSTED:
+                return HistoryControl.EXHAUSTED
         if self._settings.tolerance is not None:
             bounds = _bounds(table, space)
             if bounds is not None:
-                lp = IntervalAudit(finest, bounds, self._settings.tolerance, k)
+                lp = IntervalAudit(finest, bounds, self._settings.tolerance, self.k)
                 if lp.too_narrow(state.released, state.values, ids, total):
                     return HistoryControl.INTERVAL
         return None
@@ -237,7 +241,8 @@ class HistoryScreen:
     def _state(self, finest: FinestCells, info: TableInfo, space: str, scope: str, table: Table) -> _State:
         key = (info.data_version, table.name, space, scope)
         if key not in self._states:
-            state = _State(SpanAuditor(np.arange(finest.count, dtype=np.int64)))
+            auditor = SpanAuditor(np.arange(finest.count, dtype=np.int64))
+            state = _State(auditor, GroupSearch(self.k, finest))
             # a restart rebuilds the state from what was released before it, in order
             for cells, value in self._load(info.data_version, table.name, space, scope):
                 bitmap = BitMap.deserialize(cells)
@@ -281,6 +286,7 @@ def _label(key: CellKey) -> str:
 class HistoryControl(Enum):
     """The check of the history audit that withheld a value."""
 
+    EXHAUSTED = "exhausted"
     INTERVAL = "interval"
     OVERLAP = "overlap"
     SPAN = "span"
@@ -297,6 +303,8 @@ _CONTROL_TEXT = {
     HistoryControl.OVERLAP: "overlap control: its rows overlap an earlier answer's by more than the policy "
     "allows",
     HistoryControl.UNMATCHED: "history audit: it cannot tell which rows the cell covers",
+    HistoryControl.EXHAUSTED: "exact history audit: the search for a group of fewer than k={k} respondents "
+    "its release could isolate did not finish within its budget, so it is withheld",
     HistoryControl.INTERVAL: "partial-disclosure audit: with answers already given, it would pin the total "
     "of a group of fewer than k={k} respondents to too narrow an interval",
 }

@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
+from guard.history.exposure import Exposure, tentative_atom
 from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, random_prime, sum_mod
 from guard.history.pairs import PairSearch
 from guard.history.released import ReleasedSets
@@ -149,6 +150,13 @@ class SpanAuditor(PairSearch):
     def history_nbytes(self) -> int:
         """Memory of the stored query sets (bitmaps), which the column lookups read."""
         return self._released.nbytes()
+
+    def exposure(self, query_set: QuerySet) -> Exposure | None:
+        """The basis after releasing ``query_set``, to read exactly (None: it is implied)."""
+        step = self._step(query_set)
+        if step.growth is None:
+            return None
+        return Exposure(self._p, step, step.growth, self._basis, self._partition, self._released)
 
     def implied(self, query_set: QuerySet) -> bool:
         """True when the SUM over ``query_set`` follows from earlier releases (answer it, change nothing)."""
@@ -360,15 +368,14 @@ class SpanAuditor(PairSearch):
 
     def _tentative_atom(self, cut: Refinement, atom: int) -> tuple[RowIds, int]:
         """Rows and units of ``atom`` as it would be after the cut."""
+        rows = tentative_atom(self._partition, cut, atom)
         child = np.flatnonzero(cut.children == atom)
         if child.size:
-            return cut.inside(int(child[0])), int(cut.inside_units[child[0]])
+            return rows, int(cut.inside_units[child[0]])
         parent = np.flatnonzero(cut.split == atom)
         if parent.size:
-            i = int(parent[0])
-            rows = np.setdiff1d(self._partition.rows(atom), cut.inside(i), assume_unique=True)
-            return rows, int(cut.outside_units[i])
-        return self._partition.rows(atom), self._partition.units(atom)
+            return rows, int(cut.outside_units[int(parent[0])])
+        return rows, self._partition.units(atom)
 
     # -- committing ----------------------------------------------------------------------
 

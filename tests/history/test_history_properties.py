@@ -9,9 +9,8 @@ without GROUP BY (sometimes ROLLUP), from two colluding analysts.
 The oracle replays the same cells in the same order (answer rows, then columns), one
 ``RationalSpan`` over ROW ids per space (``sum(m)``; ``count`` for COUNT(*) and
 COUNT(m): a separate state over the same rows). A cell is safe iff, once it is added,
-no row-level atom of fewer than k rows (rows with the same membership in every released
-set, the candidate's included), nor any union of two atoms of fewer than k rows, is
-newly in the span. Query sets come from DuckDB over
+the span newly holds no nonzero vector supported on fewer than k rows (one row per
+unit here): no small group's total, and no relation such as x1 - x2 between its members. Query sets come from DuckDB over
 the CSV, never from the guard. Cells with an empty query set are not audited and not
 compared.
 """
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import random
 import time
+from itertools import combinations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ import yaml
 from guard import Guard
 
 from .history_helpers import Ask, Attacker, Microdata
-from .oracle import RationalSpan
+from .oracle import RationalSpan, meets
 
 TABLE = "facts"
 DIMENSIONS: dict[str, list[Any]] = {
@@ -134,19 +134,17 @@ class Oracle:
             return True  # implied: nothing new
         trial = self.span.copy()
         trial.add(rows)
-        return not any(trial.contains(g) and not self.span.contains(g) for g in self._small_groups(trial))
+        return not any(meets(trial, g) and not meets(self.span, g) for g in self._small_groups())
 
-    def _small_groups(self, span: RationalSpan) -> list[frozenset[int]]:
-        """Every group of fewer than k rows the span could determine: atoms, and (k <= 3,
-        one row per unit) unions of two one-row atoms."""
-        atoms = [a for a in span.atoms() if len(a) < self.k]
-        pairs = [a | b for i, a in enumerate(atoms) for b in atoms[i + 1 :] if len(a | b) < self.k]
-        return atoms + pairs
+    def _small_groups(self) -> list[frozenset[int]]:
+        """Every set of fewer than k rows (k <= 3 here)."""
+        rows = range(self.span.n_rows)
+        return [frozenset(g) for size in range(1, self.k) for g in combinations(rows, size)]
 
     def release(self, rows: frozenset[int]) -> None:
         self.span.add(rows)
-        # the guard's releases never leave a small group determined
-        assert not any(self.span.contains(g) for g in self._small_groups(self.span))
+        # the guard's releases never leave a small group exposed
+        assert not any(meets(self.span, g) for g in self._small_groups())
 
 
 @dataclass

@@ -1,0 +1,305 @@
+"""Groups of fewer than k privacy units: may any combination of answers isolate one?
+
+A disclosure is a nonzero vector v in the span of the released SUMs whose support (the
+rows with a nonzero coefficient) touches fewer than k privacy units: the group's total
+when v is 0/1, and a relation its members can solve (x1 - x2, 2 x1 + x2) otherwise,
+whatever the number of atoms and of rows per unit. Only the new query can complete
+one, since every earlier release passed this check; so the question per query is
+whether the span *after* it holds such a vector that the span before did not.
+
+Why the search is exact and small. Every nonzero v of the span is a combination of the
+basis rows (row j of M'^-1 A' is 1 on basis atom b_j and 0 on the other basis atoms),
+and its basis atoms are exactly the positions with a nonzero coefficient. A small group
+touches no atom holding k or more units, so only the basis positions whose atom is
+*small* (fewer than k units) can appear, and when there are none, nothing can be
+disclosed. Otherwise, with X the exact rows of those m positions (``exposure.py``):
+
+1. the combinations c with c^T X = 0 on every large atom form the left null space of an
+   m x (large atoms) matrix, found by elimination mod p; if it is {0}, nothing can be;
+2. a combination is new iff its coefficient on the new query (c . novelty) is nonzero;
+3. any vector is a combination of *circuits* (vectors of minimal support) with supports
+   inside its own, so the smallest group is found among the circuits, one per choice of
+   d - 1 coordinates set to zero (d the null space's dimension). Each new circuit's
+   support is counted in privacy units.
+
+When m, the rows' cost or the number of circuits exceeds its budget, the verdict is
+EXHAUSTED and the caller withholds: an answer is never released unsearched. Decisions
+read query sets only (never values), so a refusal tells nothing the query sets do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from guard.history.exposure import Exposure
+from guard.history.modular import inverse_mod, mul_mod
+from guard.history.rowsets import RowIds
+from guard.history.steps import Ids, Residues
+
+__all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
+
+#: small basis positions whose exact rows one decision may read
+MAX_SMALL_POSITIONS = 400
+#: bitmap intersections one decision may spend reading those rows
+MAX_ROW_WORK = 400_000
+#: nodes of the branch and bound one decision may visit
+MAX_NODES = 5_000
+
+
+class GroupVerdict(Enum):
+    CLEAR = "clear"
+    DISCLOSES = "discloses"
+    EXHAUSTED = "exhausted"
+
+
+@dataclass(frozen=True)
+class GroupFinding:
+    """The verdict; for DISCLOSES, the rows (auditor row ids) and units of one such group."""
+
+    verdict: GroupVerdict
+    rows: RowIds | None = None
+    units: int = 0
+
+
+_CLEAR = GroupFinding(GroupVerdict.CLEAR)
+
+
+class Units(Protocol):
+    """The privacy units of sets of auditor row ids (``finest.FinestCells`` in the guard)."""
+
+    def units(self, ids: RowIds) -> int: ...
+
+    def unit_ids(self, ids: RowIds) -> BitMap: ...
+
+
+class GroupSearch:
+    """The group search of one audit state (see the module docstring).
+
+    ``units`` names and counts the privacy units of sets of auditor row ids; ``k`` is
+    the smallest group that may be disclosed. Atoms only shrink, so "small" is remembered per
+    committed atom and re-read only for atoms a query changes.
+    """
+
+    def __init__(self, k: int, units: Units) -> None:
+        self.k = k
+        self._counter = units
+        # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
+        self._flag = np.full(16, -1, dtype=np.int8)
+        self._flag_size = np.zeros(16, dtype=np.int64)
+
+    def check(self, exposure: Exposure) -> GroupFinding:
+        if self.k <= 1:
+            return _CLEAR
+        changed = exposure.changed_atoms()
+        small_of = self._classifier(exposure, changed)
+        positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
+        novelty = exposure.novelty()[positions]
+        if not novelty.any():
+            return _CLEAR  # phi = 0 on every combination: nothing new can be small
+        if positions.size > MAX_SMALL_POSITIONS:
+            return GroupFinding(GroupVerdict.EXHAUSTED)
+        rows, work = exposure.rows_exactly(positions)
+        if work > MAX_ROW_WORK:
+            return GroupFinding(GroupVerdict.EXHAUSTED)
+        p = exposure.p
+        touched = np.flatnonzero(rows.any(axis=0))
+        small = small_of(touched)
+        # a smallest new vector lives in one connected part that holds a new query's row
+        keep = _peeled(rows[:, touched[~small]] != 0) & _linked_to(rows[:, touched] != 0, novelty != 0)
+        if not (novelty[keep]).any():
+            return _CLEAR
+        rows, novelty = rows[keep], novelty[keep]
+        null = left_null_space(rows[:, touched[~small]], p)
+        if not null.shape[0]:
+            return _CLEAR
+        phi = _combine(null, novelty[:, None], p)[:, 0]
+        if not phi.any():
+            return _CLEAR  # only combinations the earlier answers already held
+        coordinates = touched[small]
+        vectors = _combine(null, rows[:, coordinates], p)
+        return self._smallest(exposure, vectors, coordinates, phi)
+
+    def _classifier(self, exposure: Exposure, changed: set[int]) -> Callable[[Ids], npt.NDArray[np.bool_]]:
+        """Which atoms (after the query) hold fewer than k units, remembered per committed atom."""
+        partition = exposure.partition
+        count = partition.atom_count
+        if self._flag.size < count:
+            grown = max(count, 2 * self._flag.size)
+            self._flag = np.concatenate([self._flag, np.full(grown - self._flag.size, -1, dtype=np.int8)])
+            self._flag_size = np.concatenate(
+                [self._flag_size, np.zeros(grown - self._flag_size.size, np.int64)]
+            )
+        sizes = partition.sizes()
+
+        def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
+            out = np.zeros(atoms.size, dtype=bool)
+            committed = atoms < count
+            flags = np.full(atoms.size, -1, dtype=np.int8)
+            flags[committed] = self._flag[atoms[committed]]
+            stale = committed & (flags == 0)
+            stale[stale] = self._flag_size[atoms[stale]] != sizes[atoms[stale]]
+            flags[stale] = -1
+            out[flags == 1] = True
+            for i in np.flatnonzero(flags < 0).tolist():
+                atom = int(atoms[i])
+                if atom in changed:
+                    out[i] = self._units(exposure.rows_of(atom)) < self.k
+                    continue
+                out[i] = self._units(partition.rows(atom)) < self.k
+                self._flag[atom] = int(out[i])
+                self._flag_size[atom] = sizes[atom]
+            for i in np.flatnonzero(committed & (flags >= 0)).tolist():
+                if int(atoms[i]) in changed:  # a cut atom: its outside part is read afresh
+                    out[i] = self._units(exposure.rows_of(int(atoms[i]))) < self.k
+            return out
+
+        return small_of
+
+    def _units(self, rows: RowIds) -> int:
+        return self._counter.units(rows)
+
+    def _unit_ids(self, rows: RowIds) -> BitMap:
+        return self._counter.unit_ids(rows)
+
+    def _smallest(
+        self, exposure: Exposure, vectors: Residues, coordinates: Ids, phi: Residues
+    ) -> GroupFinding:
+        """Is there a v in the span of ``vectors`` (rows over the small atoms
+        ``coordinates``) with phi(v) != 0 whose support touches fewer than k units?
+
+        Every such v is, up to scale, v* + w with phi(v*) = 1 and w in V0 = ker phi. A
+        branch and bound over the coordinates: a coordinate whose units are already
+        counted is free; on a coordinate where V0 vanishes, v equals v*, so v*'s support
+        there is forced into the group (a lower bound); otherwise branch: the coordinate
+        is zero in v (eliminate it from V0: the dimension drops) or it is in the group
+        (its units are counted). At most C(d + k - 1, k - 1) nodes; over ``MAX_NODES``
+        the verdict is EXHAUSTED.
+        """
+        p = exposure.p
+        first = int(np.flatnonzero(phi)[0])
+        scale = inverse_mod(int(phi[first]), p)
+        star = mul_mod(vectors[first], scale, p)
+        others = [
+            (vectors[i] - mul_mod(star, int(phi[i]), p)) % p for i in range(vectors.shape[0]) if i != first
+        ]
+        rest = np.array(others, dtype=np.int64).reshape(len(others), vectors.shape[1])
+        unit_sets: list[BitMap | None] = [self._unit_ids(exposure.rows_of(int(a))) for a in coordinates]
+        budget = [MAX_NODES]
+        found = self._branch(star, rest, unit_sets, BitMap(), p, budget)
+        if found is None:
+            return GroupFinding(GroupVerdict.EXHAUSTED)
+        if found is False:
+            return _CLEAR
+        support = coordinates[found != 0]
+        rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows))
+
+    def _branch(
+        self,
+        star: Residues,
+        rest: Residues,
+        unit_sets: list[BitMap | None],
+        counted: BitMap,
+        p: int,
+        budget: list[int],
+    ) -> Residues | bool | None:
+        """A vector v* + w (w in the row span of ``rest``) whose support's units, with
+        ``counted``, are fewer than k; False when none; None when over the budget."""
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        live = {i: units for i, units in enumerate(unit_sets) if units is not None}
+        vanishing: npt.NDArray[np.bool_] = np.asarray(~rest.any(axis=0), dtype=bool)
+        forced = BitMap.union(counted, *(u for i, u in live.items() if vanishing[i] and star[i]))
+        if len(forced) >= self.k:
+            return False
+        # coordinates whose units are all counted cost nothing: let them be anything
+        open_ = [i for i, u in live.items() if not vanishing[i] and not u.issubset(forced)]
+        if not open_:
+            return star  # every remaining freedom is free: v* itself fits
+        # branch on the open coordinate bringing the fewest new units
+        pick = min(open_, key=lambda i: len(live[i] - forced))
+        pivot_row = int(np.flatnonzero(rest[:, pick])[0])
+        pivot = rest[pivot_row]
+        inverse = inverse_mod(int(pivot[pick]), p)
+        # 1. v is zero on ``pick``: eliminate it with the pivot row of V0
+        zeroed_star = (star - mul_mod(pivot, int(star[pick]) * inverse % p, p)) % p
+        remaining = np.delete(rest, pivot_row, axis=0)
+        factors = mul_mod(remaining[:, pick], inverse, p)
+        remaining = (remaining - mul_mod(factors[:, None], pivot[None, :], p)) % p
+        found = self._branch(zeroed_star, remaining, unit_sets, forced, p, budget)
+        if found is not False:
+            return found
+        # 2. ``pick`` is in the group: count its units and stop tracking it
+        counted_now = forced | live[pick]
+        if len(counted_now) >= self.k:
+            return False
+        dropped = list(unit_sets)
+        dropped[pick] = None
+        return self._branch(star, rest, dropped, counted_now, p, budget)
+
+
+def _peeled(nonzero: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows that may be in a combination vanishing on every column: a row that is alone
+    nonzero in some column never is, and dropping it may leave others alone."""
+    alive = np.ones(nonzero.shape[0], dtype=bool)
+    while True:
+        counts = nonzero[alive].sum(axis=0)
+        lonely = nonzero[:, counts == 1].any(axis=1) & alive
+        if not lonely.any():
+            return alive
+        alive &= ~lonely
+
+
+def _linked_to(nonzero: npt.NDArray[np.bool_], seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows connected to a seed row through shared nonzero columns."""
+    linked = seeds.copy()
+    columns = np.zeros(nonzero.shape[1], dtype=bool)
+    while True:
+        columns |= nonzero[linked].any(axis=0)
+        grown = linked | nonzero[:, columns].any(axis=1)
+        if (grown == linked).all():
+            return linked
+        linked = grown
+
+
+def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
+    """coefficients @ rows mod p without overflow (residues < 2**50)."""
+    out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
+    for i in range(coefficients.shape[1]):
+        out = (out + mul_mod(coefficients[:, i][:, None], rows[i][None, :], p)) % p
+    return out
+
+
+def left_null_space(matrix: Residues, p: int) -> Residues:
+    """A basis (rows) of {c : c^T matrix = 0 mod p}, by forward elimination on [matrix | I]:
+    the rows whose left part ends zero carry, on the right, the combinations."""
+    m, columns = matrix.shape
+    left = matrix % p
+    right = np.eye(m, dtype=np.int64)
+    pivot_row = 0
+    for column in range(columns):
+        if pivot_row == m:
+            break
+        candidates = np.flatnonzero(left[pivot_row:, column])
+        if not candidates.size:
+            continue
+        chosen = int(candidates[0]) + pivot_row
+        if chosen != pivot_row:
+            left[[pivot_row, chosen]] = left[[chosen, pivot_row]]
+            right[[pivot_row, chosen]] = right[[chosen, pivot_row]]
+        below = np.flatnonzero(left[pivot_row + 1 :, column]) + pivot_row + 1
+        if below.size:
+            factors = mul_mod(left[below, column], inverse_mod(int(left[pivot_row, column]), p), p)[:, None]
+            pivot = left[pivot_row, column:][None, :]
+            left[below, column:] = (left[below, column:] - mul_mod(factors, pivot, p)) % p
+            right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
+        pivot_row += 1
+    return right[pivot_row:].copy()

@@ -1,0 +1,135 @@
+"""The group search against an exact rational oracle: any vector of the span touching
+fewer than k units, any number of atoms, several rows per unit (panel data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pyroaring import BitMap
+
+from guard.history.groups import GroupSearch, GroupVerdict
+from guard.history.span import SpanAuditor
+from tests.history.oracle import small_group_exposed
+
+
+class _units_of:
+    """Units of row sets, from each row's unit."""
+
+    def __init__(self, unit_of_row: np.ndarray) -> None:
+        self.unit_of_row = unit_of_row
+
+    def unit_ids(self, rows: np.ndarray) -> BitMap:
+        return BitMap(np.unique(self.unit_of_row[np.asarray(rows, dtype=np.int64)]).tolist())
+
+    def units(self, rows: np.ndarray) -> int:
+        return len(self.unit_ids(rows))
+
+
+def _decide(auditor: SpanAuditor, search: GroupSearch, rows: np.ndarray) -> GroupVerdict:
+    exposure = auditor.exposure(rows)
+    return GroupVerdict.CLEAR if exposure is None else search.check(exposure).verdict
+
+
+def test_the_panel_reproduction_is_found() -> None:
+    # person P (unit 0) has three rows, one a year; clerks (units 1..8) one row a year
+    years = (2020, 2021, 2022)
+    unit_of_row, year, pilot = [], [], []
+    for y in years:
+        unit_of_row.append(0)
+        year.append(y)
+        pilot.append(True)
+        for clerk in range(1, 9):
+            unit_of_row.append(clerk)
+            year.append(y)
+            pilot.append(False)
+    units = np.array(unit_of_row)
+    year_a, pilot_a = np.array(year), np.array(pilot)
+    auditor = SpanAuditor(np.arange(units.size))
+    search = GroupSearch(3, _units_of(units))
+    everyone = np.arange(units.size)
+    queries = [
+        everyone[year_a == 2020],
+        everyone[year_a == 2021],
+        everyone[~pilot_a],
+        everyone,
+    ]
+    verdicts = []
+    for q in queries:
+        verdict = _decide(auditor, search, q)
+        verdicts.append(verdict)
+        if verdict is GroupVerdict.CLEAR:
+            auditor.release(q)
+    assert verdicts[:3] == [GroupVerdict.CLEAR] * 3
+    assert verdicts[3] is GroupVerdict.DISCLOSES
+
+
+def test_a_difference_of_two_people_is_a_disclosure() -> None:
+    # x1 - x2 derivable: each of the two learns the other's value
+    units = np.arange(10)
+    auditor = SpanAuditor(units)
+    search = GroupSearch(3, _units_of(units))
+    first = np.array([0, 2, 3, 4, 5, 6])
+    auditor.release(first)
+    assert _decide(auditor, search, np.array([1, 2, 3, 4, 5, 6])) is GroupVerdict.DISCLOSES
+
+
+def _random_sequence(rng: np.random.Generator, panel: bool) -> tuple[np.ndarray, list[np.ndarray], int]:
+    n_units = int(rng.integers(5, 9))
+    per_unit = rng.integers(1, 4, size=n_units) if panel else np.ones(n_units, dtype=int)
+    unit_of_row = np.repeat(np.arange(n_units), per_unit)
+    n_rows = unit_of_row.size
+    k = int(rng.integers(2, min(10, n_units) + 1))
+    queries = []
+    for _ in range(int(rng.integers(4, 12))):
+        size = int(rng.integers(max(1, n_rows // 3), n_rows + 1))
+        queries.append(np.sort(rng.choice(n_rows, size=size, replace=False)))
+    return unit_of_row, queries, k
+
+
+@pytest.mark.parametrize("panel", [False, True], ids=["flat", "panel"])
+@pytest.mark.parametrize("seed", range(12))
+def test_decisions_equal_the_rational_oracle(seed: int, panel: bool) -> None:
+    rng = np.random.default_rng(1000 * seed + panel)
+    unit_of_row, queries, k = _random_sequence(rng, panel)
+    auditor = SpanAuditor(np.arange(unit_of_row.size))
+    search = GroupSearch(k, _units_of(unit_of_row))
+    released: list[frozenset[int]] = []
+    for q in queries:
+        verdict = _decide(auditor, search, q)
+        assert verdict is not GroupVerdict.EXHAUSTED
+        candidate = [*released, frozenset(q.tolist())]
+        unsafe = small_group_exposed(candidate, unit_of_row.tolist(), k)
+        assert (verdict is GroupVerdict.DISCLOSES) == unsafe, (k, len(released))
+        if verdict is GroupVerdict.CLEAR:
+            auditor.release(q)
+            released.append(frozenset(q.tolist()))
+    # what was released is safe, and the attack is real without the audit
+    assert not small_group_exposed(released, unit_of_row.tolist(), k)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_large_k_on_panel_tables_equals_the_oracle(seed: int) -> None:
+    rng = np.random.default_rng(77 + seed)
+    n_units = int(rng.integers(9, 12))
+    unit_of_row = np.repeat(np.arange(n_units), rng.integers(1, 4, size=n_units))
+    k = int(rng.integers(5, 11))
+    auditor = SpanAuditor(np.arange(unit_of_row.size))
+    search = GroupSearch(k, _units_of(unit_of_row))
+    released: list[frozenset[int]] = []
+    disclosed = 0
+    for _ in range(10):
+        q = np.sort(
+            rng.choice(
+                unit_of_row.size,
+                size=int(rng.integers(unit_of_row.size // 2, unit_of_row.size)),
+                replace=False,
+            )
+        )
+        verdict = _decide(auditor, search, q)
+        assert verdict is not GroupVerdict.EXHAUSTED
+        unsafe = small_group_exposed([*released, frozenset(q.tolist())], unit_of_row.tolist(), k)
+        assert (verdict is GroupVerdict.DISCLOSES) == unsafe
+        disclosed += unsafe
+        if not unsafe:
+            auditor.release(q)
+            released.append(frozenset(q.tolist()))
