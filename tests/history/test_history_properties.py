@@ -10,8 +10,8 @@ The oracle replays the same cells in the same order (answer rows, then columns),
 ``RationalSpan`` over ROW ids per space (``sum(m)``; ``count`` for COUNT(*) and
 COUNT(m): a separate state over the same rows). A cell is safe iff, once it is added,
 the span newly holds no nonzero vector supported on fewer than k rows (one row per
-unit here): no small group's total, and no relation such as x1 - x2 between its members. Query sets come from DuckDB over
-the CSV, never from the guard. Cells with an empty query set are not audited and not
+unit here): no small group's total, and no relation such as x1 - x2 between its
+members. Query sets come from DuckDB over the CSV, never from the guard. Cells with an empty query set are not audited and not
 compared.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import random
 import time
-from itertools import combinations
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
