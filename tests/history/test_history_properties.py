@@ -11,8 +11,8 @@ The oracle replays the same cells in the same order (answer rows, then columns),
 COUNT(m): a separate state over the same rows). A cell is safe iff, once it is added,
 the span newly holds no nonzero vector supported on fewer than k rows (one row per
 unit here): no small group's total, and no relation such as x1 - x2 between its
-members. Query sets come from DuckDB over the CSV, never from the guard. Cells with an empty query set are not audited and not
-compared.
+members. Query sets come from DuckDB over the CSV, never from the guard. Cells with an
+empty query set are not audited and not compared.
 """
 
 from __future__ import annotations
