@@ -6,6 +6,8 @@ The core is pure and engine-independent: it works on query sets (surrogate row i
     atoms       the partition of rows into atoms, refined as queries arrive
     span        the exact span audit (Audit Expert) modulo a secret prime
     pairs       its search for unions of two atoms; steps: what one query would do
+    exposure    the exact basis rows after a query; groups: the search for any
+                combination of answers touching fewer than k privacy units
     basis, modular, released   the inverse basis, arithmetic mod p, stored query sets
     overlap     the overlap control; intervals: the partial-disclosure LP
     finest      query sets read from the backend as finest cells; keys: cell names
