@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from guard.history.modular import add_outer_mod, mul_mod, sum_mod
+from guard.history.modular import add_outer_mod, inverse_mod, mul_mod, sum_mod
 
 __all__ = ["Border", "InverseBasis"]
 
@@ -124,6 +124,30 @@ class InverseBasis:
         self._y[: r + 1] = y
         self._atoms[r] = atom
         self._rank += 1
+
+    def exchange(
+        self, position: int, atom: int, x: Residues, weight_out: Residues, weight_in: Residues
+    ) -> None:
+        """Atom ``atom`` (column a, with x = M^-1 a and x_j != 0) replaces the basis atom at
+        ``position`` = j, which leaves with weight ``weight_out``; ``weight_in`` is the
+        entering atom's weight. The span does not change, only which atoms are its basis.
+
+        M' = M + (a - M e_j) e_j^T, so (Sherman-Morrison, d = x - e_j)
+            M'^-1 = M^-1 - d row_j(M^-1) / x_j,
+            y' = y - d (y_j + weight_out) / x_j + e_j (weight_out - weight_in).
+        """
+        p, r = self.p, self.rank
+        inverse = inverse_mod(int(x[position]), p)
+        d = x.copy()
+        d[position] = (d[position] - 1) % p
+        scaled = mul_mod(d, inverse, p)
+        row = self._inverse[position, :r].copy()
+        add_outer_mod(self._inverse[:r, :r], (-scaled) % p, row, p)
+        y = self._y[:r]
+        shift = (y[position] + weight_out) % p
+        y[...] = (y - mul_mod(scaled[:, None], shift[None, :], p)) % p
+        y[position] = (y[position] + weight_out - weight_in) % p
+        self._atoms[position] = atom
 
     def _reserve(self, needed: int) -> None:
         if needed <= self._y.shape[0]:

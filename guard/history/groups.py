@@ -38,9 +38,11 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.history.atoms import AtomPartition
 from guard.history.exposure import Exposure
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
+from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues
 
 __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
@@ -49,6 +51,8 @@ __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 MAX_SMALL_POSITIONS = 400
 #: bitmap intersections one decision may spend reading those rows
 MAX_ROW_WORK = 400_000
+#: small basis atoms one release may try to exchange for large ones
+MAX_TIDY = 32
 #: nodes of the branch and bound one decision may visit
 MAX_NODES = 5_000
 
@@ -98,7 +102,7 @@ class GroupSearch:
         if self.k <= 1:
             return _CLEAR
         changed = exposure.changed_atoms()
-        small_of = self._classifier(exposure, changed)
+        small_of = self._classifier(exposure.partition, changed, exposure.rows_of)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
         novelty = exposure.novelty()[positions]
         if not novelty.any():
@@ -126,9 +130,30 @@ class GroupSearch:
         vectors = _combine(null, rows[:, coordinates], p)
         return self._smallest(exposure, vectors, coordinates, phi)
 
-    def _classifier(self, exposure: Exposure, changed: set[int]) -> Callable[[Ids], npt.NDArray[np.bool_]]:
-        """Which atoms (after the query) hold fewer than k units, remembered per committed atom."""
-        partition = exposure.partition
+    def tidy(self, auditor: SpanAuditor) -> int:
+        """After a release: move small atoms out of the basis wherever a large non-basis
+        atom can take their place (its row is nonzero there), so that the positions the
+        next check must read exactly stay few. Returns the number of exchanges."""
+        partition = auditor.partition
+        small_of = self._classifier(partition, set(), partition.rows)
+        positions = np.flatnonzero(small_of(auditor.basis_atoms()))
+        moved = 0
+        for position in positions[:MAX_TIDY].tolist():
+            row = auditor.basis_row(position)
+            candidates = np.flatnonzero(row)
+            candidates = candidates[~auditor.in_basis(candidates)]
+            large = candidates[~small_of(candidates)] if candidates.size else candidates
+            if large.size:
+                sizes = partition.sizes()[large]
+                auditor.exchange(position, int(large[int(np.argmax(sizes))]))
+                moved += 1
+        return moved
+
+    def _classifier(
+        self, partition: AtomPartition, changed: set[int], rows_of: Callable[[int], RowIds]
+    ) -> Callable[[Ids], npt.NDArray[np.bool_]]:
+        """Which atoms hold fewer than k units, remembered per committed atom; ``changed``
+        atoms (cut or created by a tentative step) are read with ``rows_of``."""
         count = partition.atom_count
         if self._flag.size < count:
             grown = max(count, 2 * self._flag.size)
@@ -150,14 +175,14 @@ class GroupSearch:
             for i in np.flatnonzero(flags < 0).tolist():
                 atom = int(atoms[i])
                 if atom in changed:
-                    out[i] = self._units(exposure.rows_of(atom)) < self.k
+                    out[i] = self._units(rows_of(atom)) < self.k
                     continue
                 out[i] = self._units(partition.rows(atom)) < self.k
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
             for i in np.flatnonzero(committed & (flags >= 0)).tolist():
                 if int(atoms[i]) in changed:  # a cut atom: its outside part is read afresh
-                    out[i] = self._units(exposure.rows_of(int(atoms[i]))) < self.k
+                    out[i] = self._units(rows_of(int(atoms[i]))) < self.k
             return out
 
         return small_of

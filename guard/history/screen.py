@@ -169,6 +169,7 @@ class HistoryScreen:
                     continue
                 published += 1
                 if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
+                    state.groups.tidy(state.auditor)
                     bitmap = self._remember(state, ids, total)
                     written.append(
                         AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
@@ -247,7 +248,8 @@ class HistoryScreen:
             for cells, value in self._load(info.data_version, table.name, space, scope):
                 bitmap = BitMap.deserialize(cells)
                 ids = np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
-                state.auditor.release(ids)
+                if state.auditor.release(ids):
+                    state.groups.tidy(state.auditor)
                 self._remember(state, ids, value)
             self._states[key] = state
         return self._states[key]

@@ -145,6 +145,43 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._commit(step, step.growth, tag)
         return True
 
+    def basis_atoms(self) -> Ids:
+        """The basis atom at each position (a copy)."""
+        return self._basis.atoms.copy()
+
+    def in_basis(self, atoms: Ids) -> npt.NDArray[np.bool_]:
+        return np.asarray(self._basis_pos[atoms] >= 0, dtype=np.bool_)
+
+    def basis_row(self, position: int) -> Residues:
+        """Row ``position`` of M^-1 A on every atom (mod p): the combination of released
+        answers that is 1 on that basis atom, 0 on the others."""
+        count = self._partition.atom_count
+        representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
+        order = np.argsort(representatives)
+        coefficients = self._basis.inverse_row(position)
+        support = np.flatnonzero(coefficients)
+        values = np.zeros(count, dtype=np.int64)
+        if support.size:
+            found = self._released.weighted_membership(representatives[order], coefficients, support, self._p)
+            values[order] = found
+        return values
+
+    def exchange(self, position: int, atom: int) -> None:
+        """Make non-basis ``atom`` the basis atom at ``position`` (its row must be nonzero there)."""
+        if self._basis_pos[atom] >= 0:
+            raise ValueError(f"atom {atom} is already in the basis")
+        x = self._basis.solve(self._column(atom))
+        if not x[position]:
+            raise ValueError(f"atom {atom} cannot replace basis position {position}: its row is 0 there")
+        leaving = int(self._basis.atoms[position])
+        weight_out, weight_in = self._atom_weight[leaving].copy(), self._atom_weight[atom].copy()
+        self._basis.exchange(position, atom, x, weight_out, weight_in)
+        self._basis_pos[leaving], self._basis_pos[atom] = -1, position
+        self._reindex(leaving, None, int(weight_out[0]))
+        self._reindex(atom, int(weight_in[0]), None)
+        self._version += 1
+        self._cache = None
+
     # -- the tentative step ------------------------------------------------------------
 
     def _step(self, query_set: QuerySet) -> Step:
