@@ -85,7 +85,7 @@ class Guard:
         self.linker = Linker(policy, backend, secret, self._depth, store.released)
         self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
         audited = policy.protection.history.audit is HistoryMode.EXACT
-        self.history = HistoryScreen(policy, backend, store.audit_sets) if audited else None
+        self.history = HistoryScreen(policy, backend, store) if audited else None
 
     @classmethod
     def open(

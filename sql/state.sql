@@ -94,3 +94,15 @@ CREATE TABLE IF NOT EXISTS audit_sets (
     value         DOUBLE,
     PRIMARY KEY (log_id, position)
 );
+
+-- History audit across data versions (guard/history/lineage.py): per table and data
+-- version, the rows' identities (finest cell, content digest, unit digest; never a
+-- value), stored the first time the audit uses the version, so that answers released
+-- on it stay equations after the data changes.
+CREATE TABLE IF NOT EXISTS audit_lineage (
+    table_name    VARCHAR NOT NULL,
+    data_version  VARCHAR NOT NULL,
+    added         TIMESTAMP NOT NULL,
+    identities    BLOB NOT NULL,
+    PRIMARY KEY (table_name, data_version)
+);

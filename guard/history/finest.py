@@ -15,6 +15,7 @@ holds public dimension values and row counts, never a measure value.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,11 +24,13 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import sqlglot
 from pyroaring import BitMap
 from sqlglot import exp
 
 from guard.backends.base import Backend, TableInfo
 from guard.history.keys import CellKey, normalized
+from guard.history.lineage import VersionRows
 from guard.plan.sql import where as _where
 from guard.policy.model import Role, Table
 from guard.query.shape import QueryShape
@@ -50,6 +53,17 @@ def _plain(value: object, engine_type: str) -> object:
         return value.date() if engine_type.upper() == "DATE" else value.to_pydatetime()
     item = getattr(value, "item", None)
     return item() if callable(item) else value
+
+
+def _digests(values: list[str], *, text: bool = True) -> npt.NDArray[np.uint64]:
+    """64-bit digests: the first 16 hex digits of engine md5 texts, or blake2b of others."""
+    if not values:
+        return np.zeros(0, dtype=np.uint64)
+    if text:
+        raw = bytes.fromhex("".join(v[:16] for v in values))
+    else:
+        raw = b"".join(hashlib.blake2b(v.encode(), digest_size=8).digest() for v in values)
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
 
 
 def _null_flag(measure: str) -> str:
@@ -111,6 +125,31 @@ class FinestCells:
         if self._unit_offsets is None:
             self._unit_offsets = np.concatenate([[0], np.cumsum(self._rows)]).astype(np.int64)
         return self._unit_offsets
+
+    def identities(self, backend: Backend) -> VersionRows:
+        """This version's rows for the lineage (``lineage.py``): per row its finest cell
+        (numbered in the order ``_load`` uses), a digest of its content and of its unit."""
+        keys = [f'"{d}" NULLS FIRST' for d in self._dimensions]
+        keys += [f'("{m}" IS NULL) NULLS FIRST' for m in self._measures]
+        order = f"DENSE_RANK() OVER (ORDER BY {', '.join(keys)}) - 1" if keys else "0"
+        content = [f"COALESCE(CAST(\"{c}\" AS VARCHAR), '\\N')" for c in (*self._dimensions, *self._measures)]
+        content.append('CAST("_ukey" AS VARCHAR)')
+        sql = (
+            f"SELECT {order} AS cell, MD5(CONCAT_WS('|', {', '.join(content)})) AS row_digest, "
+            f'MD5(CAST("_ukey" AS VARCHAR)) AS unit_digest FROM "{self.table}"'
+        )
+        result = backend.execute(sqlglot.parse_one(sql, read="duckdb"))
+        cells = np.fromiter((int(r[0]) for r in result.rows), dtype=np.int64, count=len(result.rows))
+        with self._lock:
+            frame = self._con.execute(f'SELECT * EXCLUDE ("{_ID}") FROM finest ORDER BY "{_ID}"').fetchall()
+        cell_keys = _digests([repr(tuple(row)) for row in frame], text=False)
+        return VersionRows(
+            self.data_version,
+            cell_keys,
+            cells,
+            _digests([str(r[1]) for r in result.rows]),
+            _digests([str(r[2]) for r in result.rows]),
+        )
 
     def rows(self, ids: Ids) -> int:
         """Rows in the union of finest cells ``ids``."""

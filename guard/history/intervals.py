@@ -18,6 +18,7 @@ earlier released SUM of the audit state, far more than the exact audit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +26,9 @@ from pyroaring import BitMap
 from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
-from guard.history.finest import FinestCells
+if TYPE_CHECKING:
+    from guard.history.universe import AuditCells
+
 
 __all__ = ["IntervalAudit", "feasible_interval"]
 
@@ -36,7 +39,7 @@ class IntervalAudit:
     """Refuses a SUM whose release would pin a group of fewer than ``k`` units to an
     interval narrower than ``tolerance`` x its a-priori range."""
 
-    def __init__(self, finest: FinestCells, bounds: tuple[float, float], tolerance: float, k: int) -> None:
+    def __init__(self, finest: AuditCells, bounds: tuple[float, float], tolerance: float, k: int) -> None:
         self._finest = finest
         self._low, self._high = bounds
         self._tolerance = tolerance
@@ -69,7 +72,7 @@ class IntervalAudit:
 
 
 def feasible_interval(
-    finest: FinestCells, sets: Sequence[tuple[BitMap, float]], target: Ids, bounds: tuple[float, float]
+    finest: AuditCells, sets: Sequence[tuple[BitMap, float]], target: Ids, bounds: tuple[float, float]
 ) -> tuple[float | None, float | None]:
     """[min, max] of the total over ``target`` given each set's SUM and per-row bounds;
     None sides when the LP is infeasible (numerically)."""

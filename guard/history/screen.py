@@ -37,7 +37,7 @@ tables and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -53,6 +53,7 @@ from guard.history.intervals import IntervalAudit
 from guard.history.keys import CellKey, normalized, space_of
 from guard.history.rowsets import fingerprint
 from guard.history.span import SpanAuditor
+from guard.history.universe import AuditCells, HistoryStore, Universe, universe
 from guard.policy.model import HistoryMode, Policy, Role, Table
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
@@ -93,17 +94,18 @@ class HistoryScreen:
         self,
         policy: Policy,
         backend: Backend,
-        load: Callable[[str, str, str, str], list[tuple[bytes, float | None]]],
+        store: HistoryStore,
     ) -> None:
-        """``load(data_version, table, space, scope)`` returns the persisted sets in order."""
+        """``store`` holds the released query sets and each version's row identities."""
         self.policy = policy
         self._backend = backend
-        self._load = load
+        self._store = store
         self._settings = policy.protection.history
         self.k = policy.protection.history_k
         self._finest: dict[tuple[str, str], FinestCells] = {}
         self._finest_lock = threading.Lock()
-        self._states: dict[tuple[str, str, str, str], _State] = {}
+        self._states: dict[tuple[tuple[str, ...], str, str, str], _State] = {}
+        self._universes: dict[tuple[str, str], Universe] = {}
 
     @property
     def enabled(self) -> bool:
@@ -135,7 +137,7 @@ class HistoryScreen:
         Raises:
             QueryRefused: every value the answer would publish is withheld.
         """
-        finest = self._cells(table, info)
+        rows = self._universe(self._cells(table, info))
         scope = self._settings.scope_of(analyst)
         matched = [_cell_key(shape, grid, r) for r in order]
         by_aggregate = {a: s for s in sets for a in s.aggregates}
@@ -151,18 +153,19 @@ class HistoryScreen:
                 if value is None or result.flags[r][position] == _WITHHELD:
                     continue
                 space_cells = by_aggregate[output.index]
-                ids = space_cells.cells.get(key)
-                if ids is None or ids.size == 0:
+                cells = space_cells.cells.get(key)
+                ids = None if cells is None else rows.ids(info.data_version, cells)
+                if cells is None or ids is None or ids.size == 0:
                     # a published cell whose rows the audit cannot name is not released
                     # unaudited: withhold it
                     withheld.add((r, position))
                     controls.add(HistoryControl.UNMATCHED)
                     continue
-                state = self._state(finest, info, space_cells.space, scope, table)
+                state = self._state(rows, table.name, space_cells.space, scope)
                 # the LP constrains sums: an average's value is not its query set's sum
                 is_sum = shape.aggregates[output.index].func is AggFunc.SUM
                 total = _number(value) if is_sum else None
-                control = self._check(state, finest, ids, total, table, space_cells.space)
+                control = self._check(state, rows.cells, ids, total, table, space_cells.space)
                 if control is not None:
                     withheld.add((r, position))
                     controls.add(control)
@@ -170,7 +173,8 @@ class HistoryScreen:
                 published += 1
                 if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
                     state.groups.tidy(state.auditor)
-                    bitmap = self._remember(state, ids, total)
+                    self._remember(state, ids, total)
+                    bitmap = BitMap(cells.tolist())  # stored as this version's finest cells
                     written.append(
                         AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
                     )
@@ -187,7 +191,7 @@ class HistoryScreen:
     # -- checks ------------------------------------------------------------------------
 
     def _check(
-        self, state: _State, finest: FinestCells, ids: Ids, total: float | None, table: Table, space: str
+        self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
     ) -> HistoryControl | None:
         """The control that withholds this query set, or None to release it."""
         auditor = state.auditor
@@ -210,7 +214,7 @@ class HistoryScreen:
                     return HistoryControl.INTERVAL
         return None
 
-    def _overlaps(self, state: _State, finest: FinestCells, ids: Ids) -> bool:
+    def _overlaps(self, state: _State, finest: AuditCells, ids: Ids) -> bool:
         if fingerprint(ids) in state.seen:
             return False  # a repeat reveals nothing new
         limit = self._settings.max_overlap
@@ -224,13 +228,11 @@ class HistoryScreen:
 
     # -- states --------------------------------------------------------------------------
 
-    def _remember(self, state: _State, ids: Ids, total: float | None) -> BitMap:
-        bitmap = BitMap(ids.tolist())
+    def _remember(self, state: _State, ids: Ids, total: float | None) -> None:
         if self._settings.max_overlap is not None or self._settings.tolerance is not None:
-            state.released.append(bitmap)
+            state.released.append(BitMap(ids.tolist()))
             state.values.append(total)
             state.seen.add(fingerprint(ids))
-        return bitmap
 
     def _cells(self, table: Table, info: TableInfo) -> FinestCells:
         key = (info.data_version, table.name)
@@ -239,15 +241,24 @@ class HistoryScreen:
                 self._finest[key] = FinestCells(self._backend, table, info)
             return self._finest[key]
 
-    def _state(self, finest: FinestCells, info: TableInfo, space: str, scope: str, table: Table) -> _State:
-        key = (info.data_version, table.name, space, scope)
+    def _universe(self, finest: FinestCells) -> Universe:
+        key = (finest.table, finest.data_version)
+        if key not in self._universes:
+            self._universes[key] = universe(finest, self._backend, self._store)
+        return self._universes[key]
+
+    def _state(self, rows: Universe, table: str, space: str, scope: str) -> _State:
+        key = (rows.key, table, space, scope)
         if key not in self._states:
-            auditor = SpanAuditor(np.arange(finest.count, dtype=np.int64))
-            state = _State(auditor, GroupSearch(self.k, finest))
-            # a restart rebuilds the state from what was released before it, in order
-            for cells, value in self._load(info.data_version, table.name, space, scope):
+            auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64))
+            state = _State(auditor, GroupSearch(self.k, rows.cells))
+            # a restart or a new data version rebuilds the state from everything released
+            # before, on every version whose identities are known, in order
+            for version, cells, value in self._store.audit_sets(table, space, scope):
                 bitmap = BitMap.deserialize(cells)
-                ids = np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
+                ids = rows.ids(version, np.fromiter(bitmap, dtype=np.int64, count=len(bitmap)))
+                if ids is None:
+                    continue  # released before versions were tracked: see the module docstring
                 if state.auditor.release(ids):
                     state.groups.tidy(state.auditor)
                 self._remember(state, ids, value)

@@ -193,17 +193,40 @@ class StateStore:
                 write_head(self.head_path, Head(int(row[0]), hash_))
             return int(row[0])
 
-    def audit_sets(
-        self, data_version: str, table: str, space: str, scope: str
-    ) -> list[tuple[bytes, float | None]]:
-        """The query sets released into one audit state, in release order."""
+    def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
+        """The query sets released into one audit state, on every data version, in
+        release order: (data version, finest-cell bitmap, released SUM or None)."""
         with self._lock:
             rows = self._con.execute(
-                "SELECT cells, value FROM audit_sets WHERE data_version = ? AND table_name = ? "
+                "SELECT data_version, cells, value FROM audit_sets WHERE table_name = ? "
                 "AND space = ? AND scope = ? ORDER BY log_id, position",
-                [data_version, table, space, scope],
+                [table, space, scope],
             ).fetchall()
-        return [(bytes(cells), value) for cells, value in rows]
+        return [(str(version), bytes(cells), value) for version, cells, value in rows]
+
+    def lineage(self, table: str) -> list[tuple[str, bytes]]:
+        """The row identities stored per data version of ``table``, oldest first."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT data_version, identities FROM audit_lineage WHERE table_name = ? ORDER BY added",
+                [table],
+            ).fetchall()
+        return [(str(version), bytes(blob)) for version, blob in rows]
+
+    def add_lineage(self, table: str, data_version: str, identities: bytes) -> None:
+        """Store one version's row identities (once; a second call changes nothing)."""
+        with self._lock:
+            try:
+                self._con.execute(
+                    "INSERT INTO audit_lineage VALUES (?, ?, now(), ?) ON CONFLICT DO NOTHING",
+                    [table, data_version, identities],
+                )
+            except duckdb.Error as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise BackendError(
+                    f"cannot write the history audit's row identities in {self.path}: {first}; "
+                    "nothing was answered (check the disk of the state folder)"
+                ) from None
 
     def ledger(self) -> list[LedgerEntry]:
         """Every budget charge, oldest first (the note carries the log id)."""

@@ -1,0 +1,80 @@
+"""The row space of one table's audit states at the current data version.
+
+With one data version the audit's row ids are that version's finest cells. Once the
+table has changed, they are the pieces of its lineage (``lineage.py``): every version's
+released query sets map onto them, so earlier answers keep constraining new ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from guard.backends.base import Backend
+from guard.history.finest import FinestCells
+from guard.history.lineage import Lineage, VersionRows
+
+__all__ = ["AuditCells", "HistoryStore", "Universe", "universe"]
+
+Ids = npt.NDArray[np.int64]
+
+
+class AuditCells(Protocol):
+    """Units and rows of sets of the audit's row ids."""
+
+    @property
+    def count(self) -> int: ...
+
+    def units(self, ids: Ids) -> int: ...
+
+    def unit_ids(self, ids: Ids) -> BitMap: ...
+
+    def rows(self, ids: Ids) -> int: ...
+
+
+class HistoryStore(Protocol):
+    """What the history audit persists (``guard.state.store.StateStore``)."""
+
+    def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]: ...
+
+    def lineage(self, table: str) -> list[tuple[str, bytes]]: ...
+
+    def add_lineage(self, table: str, data_version: str, identities: bytes) -> None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class Universe:
+    """``key`` names the versions it spans (a state built on another key is stale)."""
+
+    key: tuple[str, ...]
+    cells: AuditCells
+    current: str
+    lineage: Lineage | None
+
+    def ids(self, version: str, finest: Ids) -> Ids | None:
+        """The audit's row ids of finest cells ``finest`` of ``version``; None for a version
+        whose identities were never stored (released before versions were tracked)."""
+        if self.lineage is None:
+            return finest if version == self.current else None
+        if version not in self.lineage.versions:
+            return None
+        return self.lineage.cells_of(version, finest)
+
+
+def universe(finest: FinestCells, backend: Backend, store: HistoryStore) -> Universe:
+    """The universe of ``finest``'s table at its version, storing that version's
+    identities first if this is the first time the audit sees it."""
+    version = finest.data_version
+    stored = store.lineage(finest.table)
+    if version not in {v for v, _ in stored}:
+        blob = finest.identities(backend).to_blob()
+        store.add_lineage(finest.table, version, blob)
+        stored.append((version, blob))
+    if len(stored) == 1:
+        return Universe((version,), finest, version, None)
+    lineage = Lineage([VersionRows.from_blob(v, b) for v, b in stored])
+    return Universe(lineage.versions, lineage, version, lineage)
