@@ -96,13 +96,13 @@ CREATE TABLE IF NOT EXISTS audit_sets (
 );
 
 -- History audit across data versions (guard/history/lineage.py): per table and data
--- version, the rows' identities (finest cell, content digest, unit digest; never a
--- value), stored the first time the audit uses the version, so that answers released
--- on it stay equations after the data changes.
+-- version, the file (STATE/lineage/) of its rows' identities (finest cell, content digest,
+-- unit digest; never a value), stored before the first answer on that version is
+-- logged, so that answers released on it stay equations after the data changes.
 CREATE TABLE IF NOT EXISTS audit_lineage (
     table_name    VARCHAR NOT NULL,
     data_version  VARCHAR NOT NULL,
     added         TIMESTAMP NOT NULL,
-    identities    BLOB NOT NULL,
+    file          VARCHAR NOT NULL,  -- relative to the state folder
     PRIMARY KEY (table_name, data_version)
 );

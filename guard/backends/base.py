@@ -9,6 +9,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlglot import ErrorLevel, exp
 
 __all__ = ["Backend", "Capabilities", "KeyedHash", "ResultSet", "TableInfo", "TopN", "plain_value"]
@@ -138,6 +140,12 @@ class Backend(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def execute_columns(self, query: exp.Expr) -> dict[str, npt.NDArray[Any]]:
+        """Run one guard-generated query whose result is large; one array per column
+        (engines that can hand over columns directly override this)."""
+        result = self.execute(query)
+        return {name: np.asarray([row[i] for row in result.rows]) for i, name in enumerate(result.columns)}
 
     def sql(self, query: exp.Expr) -> str:
         """The query in the engine's dialect; anything the dialect cannot express raises

@@ -17,8 +17,11 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Backend, ResultSet, TableInfo, plain_rows
@@ -86,6 +89,14 @@ class DuckDBBackend(Backend):
 
     def table_info(self, table: str) -> TableInfo:
         return self._infos[table.lower()]
+
+    def execute_columns(self, query: exp.Expr) -> dict[str, npt.NDArray[Any]]:
+        text = self.sql(query)
+        try:
+            columns = self._cursor().execute(text).fetchnumpy()
+        except duckdb.Error as exc:
+            raise BackendError(f"the data engine failed: {str(exc).splitlines()[0]}") from None
+        return {name: np.asarray(values) for name, values in columns.items()}
 
     def execute(self, query: exp.Expr) -> ResultSet:
         text = self.sql(query)

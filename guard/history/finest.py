@@ -19,6 +19,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -55,15 +56,20 @@ def _plain(value: object, engine_type: str) -> object:
     return item() if callable(item) else value
 
 
+def _as_digests(values: npt.NDArray[Any], native: bool) -> npt.NDArray[np.uint64]:
+    return np.asarray(values, dtype=np.uint64) if native else _digests([str(v) for v in values])
+
+
 def _digests(values: list[str], *, text: bool = True) -> npt.NDArray[np.uint64]:
-    """64-bit digests: the first 16 hex digits of engine md5 texts, or blake2b of others."""
+    """64-bit digests: the first 8 bytes (little-endian) of engine md5 texts, or blake2b
+    of other texts."""
     if not values:
         return np.zeros(0, dtype=np.uint64)
     if text:
         raw = bytes.fromhex("".join(v[:16] for v in values))
     else:
         raw = b"".join(hashlib.blake2b(v.encode(), digest_size=8).digest() for v in values)
-    return np.frombuffer(raw, dtype=">u8").astype(np.uint64)
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
 def _null_flag(measure: str) -> str:
@@ -128,27 +134,46 @@ class FinestCells:
 
     def identities(self, backend: Backend) -> VersionRows:
         """This version's rows for the lineage (``lineage.py``): per row its finest cell
-        (numbered in the order ``_load`` uses), a digest of its content and of its unit."""
-        keys = [f'"{d}" NULLS FIRST' for d in self._dimensions]
-        keys += [f'("{m}" IS NULL) NULLS FIRST' for m in self._measures]
-        order = f"DENSE_RANK() OVER (ORDER BY {', '.join(keys)}) - 1" if keys else "0"
+        (numbered in the order ``_load`` uses), a 64-bit digest of its content and one of
+        its unit: the first 8 bytes of an md5, little-endian (DuckDB's md5_number_upper;
+        other engines return the md5 text and the same 8 bytes are read here)."""
+        native = backend.capabilities.dialect == "duckdb"
+        key_columns = [f'"{d}"' for d in self._dimensions] + [f'("{m}" IS NULL)' for m in self._measures]
+        if native:
+            # a row's cell by the hash of its key, matched below against the same hash of
+            # each finest cell (same DuckDB, same types): no sort of the table
+            cell = f"HASH({', '.join(key_columns)})" if key_columns else "0"
+        else:
+            ordered = [f"{k} NULLS FIRST" for k in key_columns]
+            cell = f"DENSE_RANK() OVER (ORDER BY {', '.join(ordered)}) - 1" if key_columns else "0"
         content = [f"COALESCE(CAST(\"{c}\" AS VARCHAR), '\\N')" for c in (*self._dimensions, *self._measures)]
         content.append('CAST("_ukey" AS VARCHAR)')
+        digest = "MD5_NUMBER_UPPER" if native else "MD5"
         sql = (
-            f"SELECT {order} AS cell, MD5(CONCAT_WS('|', {', '.join(content)})) AS row_digest, "
-            f'MD5(CAST("_ukey" AS VARCHAR)) AS unit_digest FROM "{self.table}"'
+            f"SELECT {cell} AS cell, {digest}(CONCAT_WS('|', {', '.join(content)})) AS row_digest, "
+            f'{digest}(CAST("_ukey" AS VARCHAR)) AS unit_digest FROM "{self.table}"'
         )
-        result = backend.execute(sqlglot.parse_one(sql, read="duckdb"))
-        cells = np.fromiter((int(r[0]) for r in result.rows), dtype=np.int64, count=len(result.rows))
+        columns = backend.execute_columns(sqlglot.parse_one(sql, read="duckdb"))
+        private = [f'"{d}"' for d in self._dimensions] + [f'"{_null_flag(m)}"' for m in self._measures]
         with self._lock:
             frame = self._con.execute(f'SELECT * EXCLUDE ("{_ID}") FROM finest ORDER BY "{_ID}"').fetchall()
-        cell_keys = _digests([repr(tuple(row)) for row in frame], text=False)
+            hashes = self._con.execute(
+                f"SELECT {'HASH(' + ', '.join(private) + ')' if private else '0'} AS h FROM finest "
+                f'ORDER BY "{_ID}"'
+            ).fetchnumpy()["h"]
+        cells = np.asarray(columns["cell"])
+        if native:
+            order = np.argsort(hashes, kind="stable")
+            position = np.searchsorted(hashes[order], cells)
+            cells = order[np.minimum(position, order.size - 1)]
+            if not np.array_equal(np.asarray(hashes)[cells], np.asarray(columns["cell"])):
+                raise RuntimeError("history lineage: a row's cell is not among the finest cells")
         return VersionRows(
             self.data_version,
-            cell_keys,
-            cells,
-            _digests([str(r[1]) for r in result.rows]),
-            _digests([str(r[2]) for r in result.rows]),
+            _digests([repr(tuple(row)) for row in frame], text=False),
+            cells.astype(np.int64),
+            _as_digests(columns["row_digest"], native),
+            _as_digests(columns["unit_digest"], native),
         )
 
     def rows(self, ids: Ids) -> int:

@@ -54,10 +54,10 @@ class VersionRows:
 
     def to_blob(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez_compressed(
+        np.savez(
             buffer,
             cell_keys=self.cell_keys,
-            row_cell=self.row_cell,
+            row_cell=self.row_cell.astype(np.int32 if self.cell_keys.size < 2**31 else np.int64),
             row_hash=self.row_hash,
             unit_key=self.unit_key,
         )

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -106,6 +107,8 @@ class HistoryScreen:
         self._finest_lock = threading.Lock()
         self._states: dict[tuple[tuple[str, ...], str, str, str], _State] = {}
         self._universes: dict[tuple[str, str], Universe] = {}
+        # one worker: a version's identities are stored off the answer's path
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-lineage")
 
     @property
     def enabled(self) -> bool:
@@ -181,10 +184,13 @@ class HistoryScreen:
         if withheld and not published:
             raise QueryRefused(_refusal(_ordered(controls), self.k))
         notes = (_note(len(withheld), _ordered(controls), self.k),) if withheld else ()
+        if written:
+            rows.ready()  # a version's releases are logged only once its identities are stored
         write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
         return Screened(write, frozenset(withheld), notes)
 
     def close(self) -> None:
+        self._background.shutdown(wait=True)
         for cells in self._finest.values():
             cells.close()
 
@@ -244,7 +250,7 @@ class HistoryScreen:
     def _universe(self, finest: FinestCells) -> Universe:
         key = (finest.table, finest.data_version)
         if key not in self._universes:
-            self._universes[key] = universe(finest, self._backend, self._store)
+            self._universes[key] = universe(finest, self._backend, self._store, self._background)
         return self._universes[key]
 
     def _state(self, rows: Universe, table: str, space: str, scope: str) -> _State:

@@ -7,6 +7,7 @@ released query sets map onto them, so earlier answers keep constraining new ones
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +55,14 @@ class Universe:
     cells: AuditCells
     current: str
     lineage: Lineage | None
+    #: the current version's identities, being stored in the background (None: stored)
+    storing: Future[None] | None = None
+
+    def ready(self) -> None:
+        """Wait until the current version's identities are stored: before anything released
+        on it is logged (raises what storing them raised)."""
+        if self.storing is not None:
+            self.storing.result()
 
     def ids(self, version: str, finest: Ids) -> Ids | None:
         """The audit's row ids of finest cells ``finest`` of ``version``; None for a version
@@ -65,15 +74,25 @@ class Universe:
         return self.lineage.cells_of(version, finest)
 
 
-def universe(finest: FinestCells, backend: Backend, store: HistoryStore) -> Universe:
-    """The universe of ``finest``'s table at its version, storing that version's
-    identities first if this is the first time the audit sees it."""
+def universe(finest: FinestCells, backend: Backend, store: HistoryStore, background: Executor) -> Universe:
+    """The universe of ``finest``'s table at its version. The first time the audit sees a
+    version its identities are stored: in ``background`` when the table has no other
+    version (nothing needs them before the next change), at once otherwise."""
     version = finest.data_version
     stored = store.lineage(finest.table)
     if version not in {v for v, _ in stored}:
-        blob = finest.identities(backend).to_blob()
-        store.add_lineage(finest.table, version, blob)
-        stored.append((version, blob))
+
+        def keep() -> bytes:
+            blob = finest.identities(backend).to_blob()
+            store.add_lineage(finest.table, version, blob)
+            return blob
+
+        def keep_only() -> None:
+            keep()
+
+        if not stored:
+            return Universe((version,), finest, version, None, background.submit(keep_only))
+        stored.append((version, keep()))
     if len(stored) == 1:
         return Universe((version,), finest, version, None)
     lineage = Lineage([VersionRows.from_blob(v, b) for v, b in stored])

@@ -103,8 +103,10 @@ class Linker:
         secret = self._secret
 
         def seed(space: str, keys: Sequence[Key]) -> int:
-            # fixed per released table, unpredictable without the store's secret (seed 004)
-            message = json.dumps([info.data_version, shape.canonical, space, [key_text(k) for k in keys]])
+            # fixed per released table, unpredictable without the store's secret (seed 004);
+            # not per data version: a change elsewhere in the data must not redraw the
+            # pattern of a table, or two patterns of it could be combined
+            message = json.dumps([shape.canonical, space, [key_text(k) for k in keys]])
             digest = hmac.new(secret, message.encode(), hashlib.sha256).digest()
             return int.from_bytes(digest[:8], "big")
 

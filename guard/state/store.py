@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import secrets
@@ -208,25 +209,44 @@ class StateStore:
         """The row identities stored per data version of ``table``, oldest first."""
         with self._lock:
             rows = self._con.execute(
-                "SELECT data_version, identities FROM audit_lineage WHERE table_name = ? ORDER BY added",
+                "SELECT data_version, file FROM audit_lineage WHERE table_name = ? ORDER BY added",
                 [table],
             ).fetchall()
-        return [(str(version), bytes(blob)) for version, blob in rows]
+        found = []
+        for version, name in rows:
+            try:
+                found.append((str(version), (self.path.parent / name).read_bytes()))
+            except OSError as exc:
+                raise BackendError(
+                    f"cannot read the history audit's row identities {name} in {self.path.parent} "
+                    f"({exc.strerror}): restore the file from a backup of the state folder"
+                ) from None
+        return found
 
     def add_lineage(self, table: str, data_version: str, identities: bytes) -> None:
-        """Store one version's row identities (once; a second call changes nothing)."""
-        with self._lock:
-            try:
+        """Store one version's row identities (once; a second call changes nothing): the
+        file is written and synced before the row that names it is committed."""
+        name = f"lineage/{hashlib.sha256(table.encode()).hexdigest()[:16]}-{data_version[:32]}.npz"
+        target = self.path.parent / name
+        try:
+            target.parent.mkdir(exist_ok=True)
+            partial = target.with_suffix(f".{os.getpid()}.partial")
+            with partial.open("wb") as handle:
+                handle.write(identities)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, target)
+            with self._lock:
                 self._con.execute(
                     "INSERT INTO audit_lineage VALUES (?, ?, now(), ?) ON CONFLICT DO NOTHING",
-                    [table, data_version, identities],
+                    [table, data_version, name],
                 )
-            except duckdb.Error as exc:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise BackendError(
-                    f"cannot write the history audit's row identities in {self.path}: {first}; "
-                    "nothing was answered (check the disk of the state folder)"
-                ) from None
+        except (OSError, duckdb.Error) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BackendError(
+                f"cannot store the history audit's row identities in {self.path.parent}: {first}; "
+                "nothing was answered (check the disk of the state folder)"
+            ) from None
 
     def ledger(self) -> list[LedgerEntry]:
         """Every budget charge, oldest first (the note carries the log id)."""
