@@ -1,8 +1,9 @@
 """The online history audit: no answer may complete a disclosure with earlier answers.
 
 Before an answer leaves, each of its published cells is checked, in order, against
-everything released before in its *audit state*: one per (data version, table, space,
-scope). The space is ``count`` or ``sum(m)`` (``cellsets.space_of``: AVG is audited as
+everything released before in its *audit state*: one per (table, space, scope), across
+data versions (``lineage.py``: answers on an earlier version stay equations over the
+rows' identities; ``universe.py``). The space is ``count`` or ``sum(m)`` (``cellsets.space_of``: AVG is audited as
 the SUM on its query set). The scope is ``all`` by default, so the answers of every
 analyst feed one state (A's SUM(EE) and B's SUM(EE and male) disclose together); the
 policy may declare administratively isolated groups, each with its own state.
