@@ -19,16 +19,17 @@ from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid, cells_from_result
 from guard.errors import AccessDenied, GuardError, InternalError, NoBudgets, QueryRejected
 from guard.history.finest import SpaceCells
-from guard.history.screen import HistoryScreen, Screened
+from guard.history.screen import FinestSensitivity, HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
 from guard.plan.rewrite import rewrite
 from guard.policy.load import load_policy
-from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy
+from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Table
 from guard.protection.answer import protect_with_decision
-from guard.protection.decide import Decision, with_sums
+from guard.protection.decide import Decision, value_aggregates, with_sums
 from guard.protection.explain import Explanation, explain_decision
 from guard.protection.linking import Linker
+from guard.protection.sensitivity import sensitive_rows
 from guard.query.front import FrontResult, Trace, read_query
 from guard.query.parameters import Parameter
 from guard.query.shape import QueryShape
@@ -85,7 +86,7 @@ class Guard:
         self.linker = Linker(policy, backend, secret, self._depth, store.released)
         self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
         audited = policy.protection.history.audit is HistoryMode.EXACT
-        self.history = HistoryScreen(policy, backend, store) if audited else None
+        self.history = HistoryScreen(policy, backend, store, self._finest_sensitivity) if audited else None
 
     @classmethod
     def open(
@@ -237,6 +238,25 @@ class Guard:
         measured = with_sums(shape)
         plan = rewrite(measured, info, self._depth, self.backend.capabilities)
         return measured, cells_from_result(measured, plan, self.backend.execute(plan.query), info)
+
+    def _finest_sensitivity(self, table: Table, info: TableInfo) -> FinestSensitivity | None:
+        """The finest cells of ``table`` (grouped by every dimension) that the policy's
+        rules flag, per magnitude space, for the history audit (None without rules)."""
+        measures = table.names(Role.MEASURE)
+        if not self.policy.protection.rules or not measures:
+            return None
+        dimensions = ", ".join(f'"{d}"' for d in table.names(Role.DIMENSION))
+        sums = ", ".join(f'SUM("{m}")' for m in measures)
+        grouped = f" GROUP BY {dimensions}" if dimensions else ""
+        select = f"{dimensions}, {sums}" if dimensions else sums
+        sql = f'SELECT {select} FROM "{table.name}"{grouped}'
+        front = read_query(sql, self.policy, None, self._column_types)
+        shape, grid = self._cells(front.shape, info)
+        values = {
+            space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()
+        }
+        flagged = sensitive_rows(values, self.policy.protection)
+        return front.shape, {space: [grid.keys[r] for r in rows] for space, rows in flagged.items()}
 
     def _screen(
         self,

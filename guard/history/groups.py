@@ -70,6 +70,8 @@ class GroupFinding:
     verdict: GroupVerdict
     rows: RowIds | None = None
     units: int = 0
+    #: the disclosed set is a cell the sensitivity rules protect (not a small group)
+    sensitive: bool = False
 
 
 _CLEAR = GroupFinding(GroupVerdict.CLEAR)
@@ -91,9 +93,11 @@ class GroupSearch:
     committed atom and re-read only for atoms a query changes.
     """
 
-    def __init__(self, k: int, units: Units) -> None:
+    def __init__(self, k: int, units: Units, sensitive: npt.NDArray[np.int64] | None = None) -> None:
         self.k = k
         self._counter = units
+        #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
+        self._sensitive = sensitive
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
@@ -175,20 +179,33 @@ class GroupSearch:
             for i in np.flatnonzero(flags < 0).tolist():
                 atom = int(atoms[i])
                 if atom in changed:
-                    out[i] = self._units(rows_of(atom)) < self.k
+                    out[i] = self._protectable(rows_of(atom))
                     continue
-                out[i] = self._units(partition.rows(atom)) < self.k
+                out[i] = self._protectable(partition.rows(atom))
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
             for i in np.flatnonzero(committed & (flags >= 0)).tolist():
                 if int(atoms[i]) in changed:  # a cut atom: its outside part is read afresh
-                    out[i] = self._units(rows_of(int(atoms[i]))) < self.k
+                    out[i] = self._protectable(rows_of(int(atoms[i])))
             return out
 
         return small_of
 
     def _units(self, rows: RowIds) -> int:
         return self._counter.units(rows)
+
+    def _protectable(self, rows: RowIds) -> bool:
+        """Fewer than k units, or inside one sensitive set: such an atom may be in a disclosure."""
+        if self._units(rows) < self.k:
+            return True
+        return self._set_of(rows) >= 0
+
+    def _set_of(self, rows: RowIds) -> int:
+        """The sensitive set holding all of ``rows``, or -1."""
+        if self._sensitive is None or not len(rows):
+            return -1
+        sets = self._sensitive[np.asarray(rows, dtype=np.int64)]
+        return int(sets[0]) if sets[0] >= 0 and bool((sets == sets[0]).all()) else -1
 
     def _unit_ids(self, rows: RowIds) -> BitMap:
         return self._counter.unit_ids(rows)
@@ -221,10 +238,30 @@ class GroupSearch:
         if found is None:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         if found is False:
-            return _CLEAR
+            return self._inside_sensitive(exposure, star, rest, coordinates, p)
         support = coordinates[found != 0]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows))
+
+    def _inside_sensitive(
+        self, exposure: Exposure, star: Residues, rest: Residues, coordinates: Ids, p: int
+    ) -> GroupFinding:
+        """Is some v* + w (w in the span of ``rest``) supported inside one sensitive set?
+        For each set among the coordinates: the coordinates outside it must all be
+        cancelled, a linear system; solvable iff [v*; V0] restricted to them has a left
+        null vector with a nonzero first entry."""
+        if self._sensitive is None:
+            return _CLEAR
+        sets = np.array([self._set_of(exposure.rows_of(int(a))) for a in coordinates], dtype=np.int64)
+        for number in np.unique(sets[sets >= 0]).tolist():
+            outside = sets != number
+            stacked = np.vstack([star[outside][None, :], rest[:, outside]])
+            null = left_null_space(stacked, p)
+            if (null[:, 0] != 0).any():
+                support = coordinates[~outside]
+                rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
+                return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
+        return _CLEAR
 
     def _branch(
         self,

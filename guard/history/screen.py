@@ -3,10 +3,11 @@
 Before an answer leaves, each of its published cells is checked, in order, against
 everything released before in its *audit state*: one per (table, space, scope), across
 data versions (``lineage.py``: answers on an earlier version stay equations over the
-rows' identities; ``universe.py``). The space is ``count`` or ``sum(m)`` (``cellsets.space_of``: AVG is audited as
-the SUM on its query set). The scope is ``all`` by default, so the answers of every
-analyst feed one state (A's SUM(EE) and B's SUM(EE and male) disclose together); the
-policy may declare administratively isolated groups, each with its own state.
+rows' identities; ``universe.py``). The space is ``count`` or ``sum(m)``
+(``keys.space_of``: AVG is audited as the SUM on its query set). The scope is ``all``
+by default, so the answers of every analyst feed one state (A's SUM(EE) and B's
+SUM(EE and male) disclose together); the policy may declare administratively isolated
+groups, each with its own state.
 
 A cell's query set is its set of finest cells (``finest.py``). The checks, cheapest first:
 
@@ -16,7 +17,8 @@ A cell's query set is its set of finest cells (``finest.py``). The checks, cheap
 3. exact group audit (``groups.py`` over ``span.py``'s basis): releasing the cell must
    not put in the span of released SUMs any vector (a total, a difference, any
    combination) whose rows touch fewer than k privacy units, however many atoms and rows
-   per unit it takes; a search over its budget withholds the cell;
+   per unit it takes, nor any supported inside a finest cell the sensitivity rules flag
+   (``sensitive.py``); a search over its budget withholds the cell;
 4. partial disclosure (``tolerance``, off by default): an LP over the declared bounds
    must not pin such a group's total to an interval narrower than ``tolerance`` x its
    a-priori range (``intervals.py``).
@@ -38,7 +40,7 @@ tables and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
@@ -54,6 +56,7 @@ from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
 from guard.history.keys import CellKey, normalized, space_of
 from guard.history.rowsets import fingerprint
+from guard.history.sensitive import FinestSensitivity, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
 from guard.policy.model import HistoryMode, Policy, Role, Table
@@ -61,7 +64,7 @@ from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
 from guard.state.records import AuditedSet, HistoryWrite
 
-__all__ = ["HistoryControl", "HistoryScreen", "Screened"]
+__all__ = ["FinestSensitivity", "HistoryControl", "HistoryScreen", "Screened"]
 
 _WITHHELD = Flag.SUPPRESSED.value
 
@@ -97,11 +100,15 @@ class HistoryScreen:
         policy: Policy,
         backend: Backend,
         store: HistoryStore,
+        sensitivity: Callable[[Table, TableInfo], FinestSensitivity | None] | None = None,
     ) -> None:
-        """``store`` holds the released query sets and each version's row identities."""
+        """``store`` holds the released query sets and each version's row identities;
+        ``sensitivity`` says which finest cells of a table the policy's rules flag."""
         self.policy = policy
         self._backend = backend
         self._store = store
+        self._sensitivity = sensitivity
+        self._flagged: dict[tuple[str, str], FinestSensitivity | None] = {}
         self._settings = policy.protection.history
         self.k = policy.protection.history_k
         self._finest: dict[tuple[str, str], FinestCells] = {}
@@ -165,7 +172,7 @@ class HistoryScreen:
                     withheld.add((r, position))
                     controls.add(HistoryControl.UNMATCHED)
                     continue
-                state = self._state(rows, table.name, space_cells.space, scope)
+                state = self._state(rows, table, info, space_cells.space, scope)
                 # the LP constrains sums: an average's value is not its query set's sum
                 is_sum = shape.aggregates[output.index].func is AggFunc.SUM
                 total = _number(value) if is_sum else None
@@ -208,9 +215,10 @@ class HistoryScreen:
             return HistoryControl.OVERLAP
         exposure = auditor.exposure(ids)
         if exposure is not None:
-            verdict = state.groups.check(exposure).verdict
+            finding = state.groups.check(exposure)
+            verdict = finding.verdict
             if verdict is GroupVerdict.DISCLOSES:
-                return HistoryControl.SPAN
+                return HistoryControl.SENSITIVE if finding.sensitive else HistoryControl.SPAN
             if verdict is GroupVerdict.EXHAUSTED:
                 return HistoryControl.EXHAUSTED
         if self._settings.tolerance is not None:
@@ -248,20 +256,27 @@ class HistoryScreen:
                 self._finest[key] = FinestCells(self._backend, table, info)
             return self._finest[key]
 
+    def _flags(self, table: Table, info: TableInfo) -> FinestSensitivity | None:
+        key = (table.name, info.data_version)
+        if key not in self._flagged:
+            self._flagged[key] = None if self._sensitivity is None else self._sensitivity(table, info)
+        return self._flagged[key]
+
     def _universe(self, finest: FinestCells) -> Universe:
         key = (finest.table, finest.data_version)
         if key not in self._universes:
             self._universes[key] = universe(finest, self._backend, self._store, self._background)
         return self._universes[key]
 
-    def _state(self, rows: Universe, table: str, space: str, scope: str) -> _State:
-        key = (rows.key, table, space, scope)
+    def _state(self, rows: Universe, table: Table, info: TableInfo, space: str, scope: str) -> _State:
+        key = (rows.key, table.name, space, scope)
         if key not in self._states:
             auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64))
-            state = _State(auditor, GroupSearch(self.k, rows.cells))
+            flagged = sensitive_sets(self._flags(table, info), self._cells(table, info), rows, space)
+            state = _State(auditor, GroupSearch(self.k, rows.cells, flagged))
             # a restart or a new data version rebuilds the state from everything released
             # before, on every version whose identities are known, in order
-            for version, cells, value in self._store.audit_sets(table, space, scope):
+            for version, cells, value in self._store.audit_sets(table.name, space, scope):
                 bitmap = BitMap.deserialize(cells)
                 ids = rows.ids(version, np.fromiter(bitmap, dtype=np.int64, count=len(bitmap)))
                 if ids is None:
@@ -309,6 +324,7 @@ class HistoryControl(Enum):
     EXHAUSTED = "exhausted"
     INTERVAL = "interval"
     OVERLAP = "overlap"
+    SENSITIVE = "sensitive"
     SPAN = "span"
     UNMATCHED = "unmatched"
 
@@ -322,6 +338,8 @@ _CONTROL_TEXT = {
     "a group of fewer than k={k} respondents",
     HistoryControl.OVERLAP: "overlap control: its rows overlap an earlier answer's by more than the policy "
     "allows",
+    HistoryControl.SENSITIVE: "exact history audit: with answers already given, it would reveal the "
+    "total of a cell that the sensitivity rules protect",
     HistoryControl.UNMATCHED: "history audit: it cannot tell which rows the cell covers",
     HistoryControl.EXHAUSTED: "exact history audit: the search for a group of fewer than k={k} respondents "
     "its release could isolate did not finish within its budget, so it is withheld",

@@ -15,6 +15,7 @@ cell (:class:`guard.rules.query_set_size.QuerySetSize`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from guard.cells import Cell
@@ -22,7 +23,7 @@ from guard.policy.model import Protection
 from guard.rules import CellContributions, MinimumFrequency, Rule, RuleVerdict, combine
 from guard.rules.query_set_size import QuerySetSize
 
-__all__ = ["is_frequency", "judge"]
+__all__ = ["is_frequency", "judge", "sensitive_rows"]
 
 
 def is_frequency(space: str) -> bool:
@@ -69,3 +70,17 @@ def _contributions(cell: Cell, frequency: bool) -> CellContributions:
     top = tuple(sorted((abs(float(x)) for x in cell.top), reverse=True))
     # the engine sums in another order than fsum: never let rounding make top > total
     return CellContributions(total=max(magnitude, sum(top)), contributors=cell.units, top=top)
+
+
+def sensitive_rows(values: dict[str, list[Cell]], protection: Protection) -> dict[str, list[int]]:
+    """Per magnitude space: the positions of the cells the *rules* flag (the query-set
+    size is left out: the history audit's k protects small groups itself). Used on the
+    finest cells of a table, which nobody may have asked for."""
+    if not protection.rules:
+        return {}
+    rules_only = dataclasses.replace(protection, min_query_set_size=1, allow_full_population=True)
+    return {
+        space: [i for i, cell in enumerate(cells) if judge(cell, space, rules_only).sensitive]
+        for space, cells in values.items()
+        if not is_frequency(space)
+    }

@@ -1,0 +1,147 @@
+"""Sensitive cells recovered from later totals (issue 16, family 2).
+
+On the shipped castro policy: margins by municipality, the same over profession IN
+('P1','P2','P4','P5'), margins by profession over municipality IN ('M1','M2'), and
+margins by profession together give the dominated cell (M3, P5) exactly. And a cell the
+p% / dominance rule withholds is the difference of two totals (dept, then dept without
+one grade). Each attack is run on a pass-through to show it is real, then against the
+guard: the cell's total never becomes derivable from what the guard releases (checked
+with an exact rational span over the released query sets, not with the guard)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from guard import Guard, GuardError
+from tests.history.oracle import RationalSpan
+
+ROOT = Path(__file__).resolve().parents[2]
+CASTRO = [
+    "SELECT municipality, SUM(salary) FROM castro GROUP BY municipality",
+    "SELECT municipality, SUM(salary) FROM castro WHERE profession IN ('P1', 'P2', 'P4', 'P5') "
+    "GROUP BY municipality",
+    "SELECT profession, SUM(salary) FROM castro WHERE municipality IN ('M1', 'M2') GROUP BY profession",
+    "SELECT profession, SUM(salary) FROM castro GROUP BY profession",
+]
+
+
+def _castro(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    csv = next((ROOT / "examples/castro").glob("*.csv"))
+    shutil.copy(csv, tmp_path / "castro.csv")
+    document = yaml.safe_load((ROOT / "policies/castro.yaml").read_text())
+    next(iter(document["tables"].values()))["source"] = {"csv": str(tmp_path / "castro.csv")}
+    document.pop("state", None)
+    policy = tmp_path / "castro.yaml"
+    policy.write_text(yaml.safe_dump(document))
+    return policy, pd.read_csv(tmp_path / "castro.csv")
+
+
+def _sets(frame: pd.DataFrame, sql: str) -> dict[str, frozenset[int]]:
+    """The query set of each cell of one of the CASTRO questions, from the data."""
+    chosen = frame
+    if "IN ('P1'" in sql:
+        chosen = chosen[chosen.profession.isin(["P1", "P2", "P4", "P5"])]
+    if "IN ('M1'" in sql:
+        chosen = chosen[chosen.municipality.isin(["M1", "M2"])]
+    by = "municipality" if sql.startswith("SELECT municipality") else "profession"
+    return {str(k): frozenset(g.index.tolist()) for k, g in chosen.groupby(by)}
+
+
+def test_the_castro_attack_is_real_without_protection(tmp_path: Path) -> None:
+    _, frame = _castro(tmp_path)
+    span = RationalSpan(len(frame))
+    for sql in CASTRO:
+        for rows in _sets(frame, sql).values():
+            span.add(rows)
+    target = frozenset(frame[(frame.municipality == "M3") & (frame.profession == "P5")].index.tolist())
+    assert span.contains(target)
+    assert float(frame.loc[list(target)].salary.sum()) == 363
+
+
+@pytest.mark.parametrize("colluding", [False, True], ids=["one analyst", "two analysts"])
+def test_the_castro_attack_fails(tmp_path: Path, colluding: bool) -> None:
+    policy, frame = _castro(tmp_path)
+    span = RationalSpan(len(frame))
+    with Guard.open(policy, state=tmp_path / "state") as guard:
+        for i, sql in enumerate(CASTRO):
+            analyst = "bob" if colluding and i % 2 else "alice"
+            try:
+                result = guard.query(sql, analyst)
+            except GuardError:
+                continue
+            sets = _sets(frame, sql)
+            for row in result.rows:
+                if row[1] is not None:
+                    span.add(sets[str(row[0])])
+    target = frozenset(frame[(frame.municipality == "M3") & (frame.profession == "P5")].index.tolist())
+    assert not span.contains(target)
+
+
+def _staff(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    rows = []
+    for dept in (1, 2):
+        for grade in range(1, 10):
+            for i in range(4):
+                pay = 90000 if (dept, grade, i) == (1, 9, 0) else 1000 + 10 * grade + i
+                rows.append((f"d{dept}g{grade}p{i}", dept, grade, pay))
+    frame = pd.DataFrame(rows, columns=["person", "dept", "grade", "pay"])
+    frame.to_csv(tmp_path / "staff.csv", index=False)
+    document = {
+        "name": "staff",
+        "protection": {"rules": [{"p_percent": {"p": 10}}]},
+        "tables": {
+            "staff": {
+                "source": {"csv": str(tmp_path / "staff.csv")},
+                "privacy_unit": "person",
+                "columns": {
+                    "person": {"role": "identifier"},
+                    "dept": {"role": "dimension"},
+                    "grade": {"role": "dimension"},
+                    "pay": {"role": "measure", "bounds": [0, 200000]},
+                },
+            }
+        },
+        "analysts": {"alice": {}},
+    }
+    policy = tmp_path / "staff.yaml"
+    policy.write_text(yaml.safe_dump(document))
+    return policy, frame
+
+
+DIFFERENCE = (
+    "SELECT SUM(pay) FROM staff WHERE dept = 1",
+    "SELECT SUM(pay) FROM staff WHERE dept = 1 AND grade <> 9",
+)
+
+
+def test_the_difference_attack_is_real_without_protection(tmp_path: Path) -> None:
+    _, frame = _staff(tmp_path)
+    first = frame[frame.dept == 1].pay.sum()
+    second = frame[(frame.dept == 1) & (frame.grade != 9)].pay.sum()
+    cell = frame[(frame.dept == 1) & (frame.grade == 9)]
+    assert first - second == cell.pay.sum()
+    # the cell is one the p% rule protects: its largest contributor learns the others
+    top, *others = sorted(cell.pay, reverse=True)
+    assert sum(others) < 0.1 * top
+
+
+def test_the_difference_attack_fails(tmp_path: Path) -> None:
+    policy, _ = _staff(tmp_path)
+    answers = []
+    with Guard.open(policy, state=tmp_path / "state") as guard:
+        # nobody asked for the cell: the two totals alone would give it
+        for sql in DIFFERENCE:
+            try:
+                answers.append(guard.query(sql, "alice").rows[0][0])
+            except GuardError as refusal:
+                assert "sensitivity rules" in str(refusal)
+                answers.append(None)
+    assert None in answers
+    with Guard.open(policy, state=tmp_path / "other") as guard:
+        cell = guard.query("SELECT grade, SUM(pay) FROM staff WHERE dept = 1 GROUP BY grade", "alice")
+        assert [r[1] for r in cell.rows if r[0] == 9] == [None]  # a table withholds the cell too
