@@ -53,6 +53,8 @@ MAX_SMALL_POSITIONS = 400
 MAX_ROW_WORK = 400_000
 #: small basis atoms one release may try to exchange for large ones
 MAX_TIDY = 32
+#: releases after which a small basis atom that could not be exchanged is tried again
+_RETRY_GROWTH = 16
 #: nodes of the branch and bound one decision may visit
 MAX_NODES = 5_000
 
@@ -98,6 +100,8 @@ class GroupSearch:
         self._counter = units
         #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
         self._sensitive = sensitive
+        #: basis position -> (small atom there, rank) when no large atom could replace it
+        self._stuck: dict[int, tuple[int, int]] = {}
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
@@ -140,9 +144,20 @@ class GroupSearch:
         next check must read exactly stay few. Returns the number of exchanges."""
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
-        positions = np.flatnonzero(small_of(auditor.basis_atoms()))
+        atoms = auditor.basis_atoms()
+        positions = np.flatnonzero(small_of(atoms))
         moved = 0
-        for position in positions[:MAX_TIDY].tolist():
+        tried = 0
+        for position in positions.tolist():
+            atom = int(atoms[position])
+            last = self._stuck.get(position)
+            # a small atom no large atom could replace stays where it is (its row is a
+            # combination of answers on small atoms only) until the basis has grown a bit
+            if last is not None and last[0] == atom and auditor.rank < last[1] + _RETRY_GROWTH:
+                continue
+            if tried == MAX_TIDY:
+                break
+            tried += 1
             row = auditor.basis_row(position)
             candidates = np.flatnonzero(row)
             candidates = candidates[~auditor.in_basis(candidates)]
@@ -150,7 +165,10 @@ class GroupSearch:
             if large.size:
                 sizes = partition.sizes()[large]
                 auditor.exchange(position, int(large[int(np.argmax(sizes))]))
+                self._stuck.pop(position, None)
                 moved += 1
+            else:
+                self._stuck[position] = (atom, auditor.rank)
         return moved
 
     def _classifier(
