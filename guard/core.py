@@ -256,7 +256,10 @@ class Guard:
             space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()
         }
         flagged = sensitive_rows(values, self.policy.protection)
-        return front.shape, {space: [grid.keys[r] for r in rows] for space, rows in flagged.items()}
+        return front.shape, {
+            space: [(grid.keys[r], _number(values[space][r].value), level) for r, level in rows]
+            for space, rows in flagged.items()
+        }
 
     def _screen(
         self,
@@ -324,3 +327,8 @@ class Guard:
                 f"unknown analyst {name!r}: the policy {self.policy.path.name} does not declare them"
             )
         return who
+
+
+def _number(value: Any) -> float:
+    """A cell's total as a float (an empty cell's NULL as 0)."""
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -56,7 +56,7 @@ from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
 from guard.history.keys import CellKey, normalized, space_of
 from guard.history.rowsets import fingerprint
-from guard.history.sensitive import FinestSensitivity, sensitive_sets
+from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
 from guard.policy.model import HistoryMode, Policy, Role, Table
@@ -75,6 +75,8 @@ class _State:
 
     auditor: SpanAuditor
     groups: GroupSearch
+    #: the finest cells the rules flag (their totals and protection levels), if any
+    sensitive: SensitiveSets | None = None
     released: list[BitMap] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
     seen: set[bytes] = field(default_factory=set)
@@ -221,6 +223,12 @@ class HistoryScreen:
                 return HistoryControl.SENSITIVE if finding.sensitive else HistoryControl.SPAN
             if verdict is GroupVerdict.EXHAUSTED:
                 return HistoryControl.EXHAUSTED
+        if state.sensitive is not None and total is not None:
+            bounds = _bounds(table, space)
+            if bounds is not None and not protects_sensitive_sets(
+                state.sensitive, finest, state.released, state.values, ids, total, bounds
+            ):
+                return HistoryControl.SENSITIVE
         if self._settings.tolerance is not None:
             bounds = _bounds(table, space)
             if bounds is not None:
@@ -244,7 +252,8 @@ class HistoryScreen:
     # -- states --------------------------------------------------------------------------
 
     def _remember(self, state: _State, ids: Ids, total: float | None) -> None:
-        if self._settings.max_overlap is not None or self._settings.tolerance is not None:
+        lp = self._settings.tolerance is not None or state.sensitive is not None
+        if self._settings.max_overlap is not None or lp:
             state.released.append(BitMap(ids.tolist()))
             state.values.append(total)
             state.seen.add(fingerprint(ids))
@@ -273,7 +282,8 @@ class HistoryScreen:
         if key not in self._states:
             auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64))
             flagged = sensitive_sets(self._flags(table, info), self._cells(table, info), rows, space)
-            state = _State(auditor, GroupSearch(self.k, rows.cells, flagged))
+            groups = GroupSearch(self.k, rows.cells, None if flagged is None else flagged.of)
+            state = _State(auditor, groups, sensitive=flagged)
             # a restart or a new data version rebuilds the state from everything released
             # before, on every version whose identities are known, in order
             for version, cells, value in self._store.audit_sets(table.name, space, scope):

@@ -72,15 +72,20 @@ def _contributions(cell: Cell, frequency: bool) -> CellContributions:
     return CellContributions(total=max(magnitude, sum(top)), contributors=cell.units, top=top)
 
 
-def sensitive_rows(values: dict[str, list[Cell]], protection: Protection) -> dict[str, list[int]]:
-    """Per magnitude space: the positions of the cells the *rules* flag (the query-set
-    size is left out: the history audit's k protects small groups itself). Used on the
-    finest cells of a table, which nobody may have asked for."""
+def sensitive_rows(
+    values: dict[str, list[Cell]], protection: Protection
+) -> dict[str, list[tuple[int, tuple[float, float]]]]:
+    """Per magnitude space: the positions of the cells the *rules* flag, with their
+    (lower, upper) protection levels (the query-set size is left out: the history audit's
+    k protects small groups itself). Used on the finest cells of a table, which nobody
+    may have asked for."""
     if not protection.rules:
         return {}
     rules_only = dataclasses.replace(protection, min_query_set_size=1, allow_full_population=True)
-    return {
-        space: [i for i, cell in enumerate(cells) if judge(cell, space, rules_only).sensitive]
-        for space, cells in values.items()
-        if not is_frequency(space)
-    }
+    found: dict[str, list[tuple[int, tuple[float, float]]]] = {}
+    for space, cells in values.items():
+        if is_frequency(space):
+            continue
+        verdicts = [judge(cell, space, rules_only) for cell in cells]
+        found[space] = [(i, (v.lower, v.upper)) for i, v in enumerate(verdicts) if v.sensitive]
+    return found

@@ -145,3 +145,59 @@ def test_the_difference_attack_fails(tmp_path: Path) -> None:
     with Guard.open(policy, state=tmp_path / "other") as guard:
         cell = guard.query("SELECT grade, SUM(pay) FROM staff WHERE dept = 1 GROUP BY grade", "alice")
         assert [r[1] for r in cell.rows if r[0] == 9] == [None]  # a table withholds the cell too
+
+
+NARROWING = (
+    "SELECT SUM(pay) FROM staff WHERE dept = 1",
+    "SELECT SUM(pay) FROM staff WHERE dept = 1 AND grade IN (1, 2, 3, 4, 5, 6, 7)",
+)
+
+
+def _interval(
+    frame: pd.DataFrame, answers: list[tuple[pd.Series, float]], target: pd.Series
+) -> tuple[float, float]:
+    """[min, max] of the target rows' total given exact SUMs over row masks, each row's
+    pay within the declared bounds [0, 200000]: an LP independent of the guard."""
+    from scipy.optimize import linprog
+
+    a_eq = [mask.to_numpy(dtype=float) for mask, _ in answers]
+    b_eq = [value for _, value in answers]
+    objective = target.to_numpy(dtype=float)
+    ends = []
+    for sign in (1.0, -1.0):
+        solved = linprog(sign * objective, A_eq=a_eq, b_eq=b_eq, bounds=[(0, 200000)] * len(frame))
+        ends.append(sign * solved.fun)
+    return ends[0], ends[1]
+
+
+def test_narrowing_a_protected_cell_is_real_without_protection(tmp_path: Path) -> None:
+    _, frame = _staff(tmp_path)
+    first = frame.dept == 1
+    second = first & ~frame.grade.isin([8, 9])
+    answers = [(first, float(frame[first].pay.sum())), (second, float(frame[second].pay.sum()))]
+    target = first & (frame.grade == 9)
+    total = float(frame[target].pay.sum())
+    top, *others = sorted(frame[target].pay, reverse=True)
+    upper_level = 0.1 * top - sum(others)  # the p% rule's upper protection level
+    _, high = _interval(frame, answers, target)
+    assert high - total < upper_level  # not recovered exactly, but pinned too closely
+
+
+def test_narrowing_a_protected_cell_fails(tmp_path: Path) -> None:
+    policy, frame = _staff(tmp_path)
+    released = []
+    with Guard.open(policy, state=tmp_path / "state") as guard:
+        for sql, mask in zip(
+            NARROWING, (frame.dept == 1, (frame.dept == 1) & ~frame.grade.isin([8, 9])), strict=True
+        ):
+            try:
+                value = guard.query(sql, "alice").rows[0][0]
+            except GuardError as refusal:
+                assert "sensitivity rules" in str(refusal)
+                continue
+            released.append((mask, float(value)))
+    target = (frame.dept == 1) & (frame.grade == 9)
+    total = float(frame[target].pay.sum())
+    top, *others = sorted(frame[target].pay, reverse=True)
+    _, high = _interval(frame, released, target)
+    assert high - total >= 0.1 * top - sum(others) - 1e-6
