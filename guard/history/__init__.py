@@ -8,6 +8,9 @@ The core is pure and engine-independent: it works on query sets (surrogate row i
     pairs       its search for unions of two atoms; steps: what one query would do
     exposure    the exact basis rows after a query; groups: the search for any
                 combination of answers touching fewer than k privacy units
+    sensitive   the finest cells the rules flag: exact and interval protection
+    lineage, universe   rows across data versions: identities, pieces, the row space
+    findings    what a span auditor reports (offline audit, forensics)
     basis, modular, released   the inverse basis, arithmetic mod p, stored query sets
     overlap     the overlap control; intervals: the partial-disclosure LP
     finest      query sets read from the backend as finest cells; keys: cell names
