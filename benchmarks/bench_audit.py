@@ -167,6 +167,7 @@ def main() -> None:
                 print(
                     f"  {n:,} queries, {time.perf_counter() - started:,.0f} s; last "
                     f"{args.progress}: audit p50 {statistics.median(recent):.2f} ms, "
+                    f"p95 {percentile(recent, 95):.2f} ms, "
                     f"request p50 {statistics.median(total_ms[-args.progress :]):.2f} ms",
                     file=sys.stderr,
                     flush=True,
