@@ -107,8 +107,8 @@ class GroupSearch:
         self._flag_size = np.zeros(16, dtype=np.int64)
 
     def check(self, exposure: Exposure) -> GroupFinding:
-        if self.k <= 1:
-            return _CLEAR
+        if self.k <= 1 and self._sensitive is None:
+            return _CLEAR  # no group is small and no cell is flagged
         changed = exposure.changed_atoms()
         small_of = self._classifier(exposure.partition, changed, exposure.rows_of)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
