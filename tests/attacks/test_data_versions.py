@@ -108,3 +108,15 @@ def test_a_refusal_stays_a_refusal_and_untouched_answers_stay(tmp_path: Path) ->
     assert _ask(policy, state, EE_BUT_1980) is None
     assert _ask(policy, state, EE) == 240000.0  # the same rows: implied, answered again
     assert _ask(policy, state, "SELECT SUM(income) FROM students WHERE major = 'CS'") is not None
+
+
+def test_a_changed_value_is_not_revealed_by_the_same_total_again(tmp_path: Path) -> None:
+    """SUM(EE) before and after Baker's raise differ by the raise: two values of one
+    respondent, a group of one. Real on a pass-through; the guard refuses the second."""
+    before = pd.read_csv(ROOT / "examples/students/students.csv")
+    after = _raise_baker(before)
+    assert _sum(after, EE) - _sum(before, EE) == 2000.0
+    policy, state = _setup(tmp_path), tmp_path / "state"
+    assert _ask(policy, state, EE) == 240000.0
+    after.to_csv(tmp_path / "students.csv", index=False)
+    assert _ask(policy, state, EE) is None
