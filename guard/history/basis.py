@@ -108,6 +108,18 @@ class InverseBasis:
             return (self.inverse_row(position) + mul_mod(border.u[position], scaled_v, p)) % p
         return (-scaled_v) % p
 
+    def bordered_rows(self, positions: Ids, border: Border, v: Residues) -> Residues:
+        """Rows ``positions`` of M'^-1 restricted to the r earlier queries, at once."""
+        p, r = self.p, self.rank
+        scaled_v = mul_mod(v, border.s_inverse, p)
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.empty((positions.size, r), dtype=np.int64)
+        old = positions < r
+        out[old] = self._inverse[positions[old], :r]
+        out[old] = (out[old] + mul_mod(border.u[positions[old]][:, None], scaled_v[None, :], p)) % p
+        out[~old] = (-scaled_v) % p
+        return out
+
     def extend(self, atom: int, border: Border, v: Residues, y: Residues) -> None:
         """Commit the bordered update: ``atom`` joins the basis, y becomes ``y`` ((r + 1) x copies)."""
         p, r = self.p, self.rank

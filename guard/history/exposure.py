@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import InverseBasis
@@ -101,23 +102,33 @@ class Exposure:
         cut, p = self.step.cut, self.p
         old = cut.atom_count_before
         v = self.basis.combine(self.step.in_query)
-        coefficients = np.array(
-            [self.basis.bordered_row(int(j), self.growth.border, v) for j in positions], dtype=np.int64
-        ).reshape(len(positions), self.basis.rank)
+        coefficients = self.basis.bordered_rows(positions, self.growth.border, v)
         used = np.flatnonzero(coefficients.any(axis=0))
         on_old = np.zeros((len(positions), old), dtype=np.int64)
         if used.size:
             representatives = self.partition.representatives(np.arange(old, dtype=np.int64))
             membership = self.released.membership(used, representatives)  # used x old, 0/1
-            for half, shift in ((coefficients[:, used] >> _HALF, _HALF), (coefficients[:, used] & _LOW, 0)):
-                part = np.rint(membership.T.dot(half.T.astype(np.float64)).T).astype(np.int64) % p
-                on_old = (on_old + mul_mod(part, (1 << shift) % p, p)) % p
+            # (membership x coefficients) with each half's products exact in float64
+            high = _product(membership, coefficients[:, used] >> _HALF, p)
+            low = _product(membership, coefficients[:, used] & _LOW, p)
+            on_old = mul_mod(high, (1 << _HALF) % p, p) + low
+            np.subtract(on_old, p, out=on_old, where=on_old >= p)
         novelty = self.novelty()[np.asarray(positions, dtype=np.int64)]
         parent = np.concatenate([np.arange(old, dtype=np.int64), cut.split]).astype(np.int64)
         inside = self.in_query()
-        out = (on_old[:, parent] + novelty[:, None] * inside[None, :]) % p
+        out = on_old[:, parent]
+        out += novelty[:, None] * inside[None, :]
+        # both terms are residues, so one subtraction reduces the sum (cheaper than %)
+        np.subtract(out, p, out=out, where=out >= p)
         return out, int(used.size)
 
 
 _HALF = 25
 _LOW = (1 << _HALF) - 1
+
+
+def _product(membership: csr_matrix, half: Residues, p: int) -> Residues:
+    """(half @ membership) mod p for 25-bit ``half``: sums of at most 2**28 such terms are
+    exact in float64."""
+    product: npt.NDArray[np.float64] = membership.T.dot(half.T.astype(np.float64)).T
+    return np.rint(product).astype(np.int64) % p

@@ -292,38 +292,54 @@ class GroupSearch:
     ) -> Residues | bool | None:
         """A vector v* + w (w in the row span of ``rest``) whose support's units, with
         ``counted``, are fewer than k; False when none; None when over the budget."""
-        budget[0] -= 1
-        if budget[0] < 0:
-            return None
         live = {i: units for i, units in enumerate(unit_sets) if units is not None}
-        vanishing: npt.NDArray[np.bool_] = np.asarray(~rest.any(axis=0), dtype=bool)
-        forced = BitMap.union(counted, *(u for i, u in live.items() if vanishing[i] and star[i]))
-        if len(forced) >= self.k:
-            return False
-        # coordinates whose units are all counted cost nothing: let them be anything
-        open_ = [i for i, u in live.items() if not vanishing[i] and not u.issubset(forced)]
-        if not open_:
-            return star  # every remaining freedom is free: v* itself fits
+        while True:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            vanishing: npt.NDArray[np.bool_] = np.asarray(~rest.any(axis=0), dtype=bool)
+            forced = BitMap.union(counted, *(u for i, u in live.items() if vanishing[i] and star[i]))
+            if len(forced) >= self.k:
+                return False
+            # coordinates whose units are all counted cost nothing: let them be anything
+            cost = {i: u.difference_cardinality(forced) for i, u in live.items() if not vanishing[i]}
+            open_ = [i for i, new in cost.items() if new]
+            if not open_:
+                return star  # every remaining freedom is free: v* itself fits
+            # a coordinate whose units would reach k with those counted must be zero in
+            # v: eliminate it without branching (the bound that keeps the search small)
+            full = [i for i in open_ if cost[i] + len(forced) >= self.k]
+            if not full:
+                break
+            for i in full:
+                if rest[:, i].any():
+                    star, rest = _eliminated(star, rest, i, p)
+                elif star[i]:
+                    return False  # v is nonzero there whatever w is: the group reaches k
         # branch on the open coordinate bringing the fewest new units
-        pick = min(open_, key=lambda i: len(live[i] - forced))
-        pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-        pivot = rest[pivot_row]
-        inverse = inverse_mod(int(pivot[pick]), p)
-        # 1. v is zero on ``pick``: eliminate it with the pivot row of V0
-        zeroed_star = (star - mul_mod(pivot, int(star[pick]) * inverse % p, p)) % p
-        remaining = np.delete(rest, pivot_row, axis=0)
-        factors = mul_mod(remaining[:, pick], inverse, p)
-        remaining = (remaining - mul_mod(factors[:, None], pivot[None, :], p)) % p
-        found = self._branch(zeroed_star, remaining, unit_sets, forced, p, budget)
+        pick = min(open_, key=cost.__getitem__)
+        # 1. v is zero on ``pick``: eliminate it with a pivot row of V0
+        found = self._branch(*_eliminated(star, rest, pick, p), unit_sets, forced, p, budget)
         if found is not False:
             return found
         # 2. ``pick`` is in the group: count its units and stop tracking it
         counted_now = forced | live[pick]
-        if len(counted_now) >= self.k:
-            return False
         dropped = list(unit_sets)
         dropped[pick] = None
         return self._branch(star, rest, dropped, counted_now, p, budget)
+
+
+def _eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
+    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
+    nonzero entry: the coordinate does not vanish)."""
+    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
+    pivot = rest[pivot_row]
+    inverse = inverse_mod(int(pivot[pick]), p)
+    zeroed_star = (star - mul_mod(pivot, int(star[pick]) * inverse % p, p)) % p
+    remaining = np.delete(rest, pivot_row, axis=0)
+    factors = mul_mod(remaining[:, pick], inverse, p)
+    remaining = (remaining - mul_mod(factors[:, None], pivot[None, :], p)) % p
+    return zeroed_star, remaining
 
 
 def _peeled(nonzero: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
