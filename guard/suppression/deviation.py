@@ -139,6 +139,11 @@ def cheapest_deviation(
     caps the pricing rounds once the LP is feasible: the deviation returned is then
     valid but may not be the cheapest (None: price until it is the cheapest overall)."""
     n = len(costs)
+    # HiGHS reports "numerical difficulties" on costs of magnitude-weighted cells (1e9
+    # next to 0 for withheld ones); the cheapest deviation is the same on any scale
+    top = float(costs.max(initial=0.0))
+    if top > 0:
+        costs = costs / top
     hi_plus = problem.up_room.copy()
     hi_minus = problem.down_room.copy()
     lo_plus = np.zeros(n)

@@ -73,6 +73,10 @@ def solve_heuristic(
             deviation = cheapest_deviation(
                 problem, c, p, level, upward, hidden=hidden, distant=distant, rounds=_ROUNDS
             )
+            if deviation is None and not distant:
+                # the near cells admit none (or the solver gave up on them): every
+                # withheld cell, before calling the cell unprotectable
+                deviation = cheapest_deviation(problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS)
             if deviation is None:
                 raise ProtectionInfeasible(
                     f"sensitive cell {table.keys[p]!r} cannot be given its protection levels even "

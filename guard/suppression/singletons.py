@@ -43,6 +43,9 @@ __all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
 #: insider's knowledge can reach; larger ones only of the cells sharing a relation with
 #: the singleton (two LPs per sensitive cell per insider: minutes on a 10 000-cell table)
 EXACT_INSIDER_LIMIT = 2_500
+#: sensitive cells the insider audit of one pattern may check (summed over insiders, two
+#: LPs each); beyond, the answer is refused rather than released partly audited
+MAX_INSIDER_AUDITS = 500
 
 
 def relation_violations(
@@ -131,6 +134,7 @@ def _insider_audit(
     current = set(hidden)
     neighbours = _neighbours(table)
     whole = len(table) <= EXACT_INSIDER_LIMIT
+    audited = 0
     for known in sorted({group[c] for c in current if c in group}, key=min):
         near_cells = (
             _reach(neighbours, known, current)
@@ -141,6 +145,12 @@ def _insider_audit(
         near = {p: lv for p, lv in levels.items() if p in near_cells}
         if not near:
             continue
+        audited += len(near)
+        if audited > MAX_INSIDER_AUDITS:
+            # fail closed: a pattern whose insiders were not all audited is not released
+            raise ProtectionInfeasible(
+                "the insider audit of single-contributor cells did not finish within its budget"
+            )
         published = current - known
         requirements = {table.keys[p]: Protection(*lv) for p, lv in near.items()}
         short = failures(table, [table.keys[i] for i in published], requirements)

@@ -12,7 +12,16 @@ import random
 import numpy as np
 import pytest
 
-from guard.suppression import TOTAL, Key, Protection, SuppressionOptions, Table, failures, suppress
+from guard.suppression import (
+    TOTAL,
+    Key,
+    Protection,
+    ProtectionInfeasible,
+    SuppressionOptions,
+    Table,
+    failures,
+    suppress,
+)
 from guard.suppression.singletons import relation_violations
 
 EXACT = SuppressionOptions(perturbation=0.0)
@@ -99,3 +108,16 @@ def test_without_singletons_the_pattern_is_unchanged() -> None:
     b = suppress(table, REQUIREMENTS, options=EXACT, singletons=[])
     assert a == b
     assert np.isfinite(a.cost)
+
+
+def test_an_insider_audit_over_its_budget_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: a pattern whose insiders were not all audited is never returned."""
+    import guard.suppression.singletons as singletons
+
+    table = _grid(VALUES)
+    monkeypatch.setattr(singletons, "MAX_INSIDER_AUDITS", 0)
+    with pytest.raises(ProtectionInfeasible, match="did not finish within its budget"):
+        suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
+    monkeypatch.setattr(singletons, "MAX_INSIDER_AUDITS", 1)  # OTHER is the one cell to audit
+    result = suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
+    assert _insider_failures(table, result.primary | result.secondary, SINGLETON, REQUIREMENTS) == []
