@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, fraction_text
@@ -84,12 +85,34 @@ def insert_noise(
 
 
 def insert_history(con: duckdb.DuckDBPyConnection, history: HistoryWrite, log_id: int) -> None:
-    rows = [
-        [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
-        for i, s in enumerate(history.sets)
-    ]
-    # blobs go row by row: a frame would carry them as Python objects anyway
-    con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    sets = history.sets
+    if len(sets) <= ROW_BY_ROW:
+        rows = [
+            [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
+            for i, s in enumerate(sets)
+        ]
+        con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return
+    # one statement for a large answer: executemany costs ~0.15 ms a row (1.3 s for
+    # 8,000 cells), a frame ~1 ms in all; bytes objects arrive as BLOB, None as NULL
+    frame = pd.DataFrame(
+        {
+            "data_version": [history.data_version] * len(sets),
+            "table_name": [history.table] * len(sets),
+            "space": [s.space for s in sets],
+            "scope": [s.scope for s in sets],
+            "log_id": np.full(len(sets), log_id, dtype=np.int64),
+            "position": np.arange(len(sets), dtype=np.int32),
+            "label": [s.label for s in sets],
+            "cells": pd.Series([s.cells for s in sets], dtype=object),
+            "value": pd.Series([s.value for s in sets], dtype=object),
+        }
+    )
+    con.register("_history", frame)
+    try:
+        con.execute("INSERT INTO audit_sets SELECT * FROM _history")
+    finally:
+        con.unregister("_history")
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
