@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -256,10 +257,18 @@ class Guard:
             space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()
         }
         flagged = sensitive_rows(values, self.policy.protection)
-        return front.shape, {
-            space: [(grid.keys[r], _number(values[space][r].value), level) for r, level in rows]
-            for space, rows in flagged.items()
+        every = {
+            space: {grid.keys[r]: _number(values[space][r].value) for r in range(len(grid.keys))}
+            for space in flagged
         }
+        return (
+            front.shape,
+            {
+                space: [(grid.keys[r], _number(values[space][r].value), level) for r, level in rows]
+                for space, rows in flagged.items()
+            },
+            every,
+        )
 
     def _screen(
         self,
@@ -330,5 +339,7 @@ class Guard:
 
 
 def _number(value: Any) -> float:
-    """A cell's total as a float (an empty cell's NULL as 0)."""
-    return float(value) if isinstance(value, int | float) else 0.0
+    """A cell's total as a float (an empty cell's NULL as 0; DECIMAL sums too)."""
+    if value is None or isinstance(value, bool):
+        return 0.0
+    return float(value) if isinstance(value, int | float | Decimal) else 0.0

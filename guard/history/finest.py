@@ -180,6 +180,12 @@ class FinestCells:
         """Rows in the union of finest cells ``ids``."""
         return int(self._rows[ids].sum())
 
+    def row_counts(self) -> Ids:
+        """Rows of every finest cell (read-only)."""
+        view = self._rows.view()
+        view.flags.writeable = False
+        return view
+
     def query_sets(
         self, shape: QueryShape, spaces: Sequence[tuple[str, str | None, frozenset[int]]]
     ) -> list[SpaceCells]:

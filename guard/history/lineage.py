@@ -135,6 +135,11 @@ class Lineage:
     def rows(self, ids: Ids) -> int:
         return int(self._rows[np.asarray(ids, dtype=np.int64)].sum())
 
+    def row_counts(self) -> Ids:
+        view = self._rows.view()
+        view.flags.writeable = False
+        return view
+
 
 def _identities(versions: list[VersionRows]) -> tuple[Keys, list[Ids]]:
     """Identity ids (row digest, occurrence number) shared across versions: the distinct

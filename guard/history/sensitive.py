@@ -30,6 +30,7 @@ from pyroaring import BitMap
 from guard.history.finest import FinestCells
 from guard.history.intervals import feasible_interval
 from guard.history.keys import normalized
+from guard.history.rowsets import as_row_ids
 from guard.history.universe import AuditCells, Universe
 from guard.query.shape import QueryShape
 
@@ -37,14 +38,20 @@ __all__ = [
     "MAX_INTERVAL_SETS",
     "FinestSensitivity",
     "SensitiveSets",
+    "certified_sets",
+    "interval_targets",
     "protects_sensitive_sets",
     "sensitive_sets",
 ]
 
-#: the shape grouping a table by every dimension, and per magnitude space the cells the
-#: rules flag: group key (dimension values, in the shape's order), the cell's total, and
-#: its (lower, upper) protection levels
-FinestSensitivity = tuple[QueryShape, dict[str, list[tuple[tuple[Any, ...], float, tuple[float, float]]]]]
+#: the shape grouping a table by every dimension; per magnitude space the cells the rules
+#: flag: group key (dimension values, in the shape's order), the cell's total, and its
+#: (lower, upper) protection levels; and per space every finest cell's total, by group key
+FinestSensitivity = tuple[
+    QueryShape,
+    dict[str, list[tuple[tuple[Any, ...], float, tuple[float, float]]]],
+    dict[str, dict[tuple[Any, ...], float]],
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +63,9 @@ class SensitiveSets:
     members: tuple[npt.NDArray[np.int64], ...]
     totals: tuple[float, ...]
     levels: tuple[tuple[float, float], ...]
+    #: per audit row id: its true total of the measure (NaN where unknown: a finest cell
+    #: split into several pieces across data versions, or rows of earlier versions)
+    values: npt.NDArray[np.float64]
 
 
 def sensitive_sets(
@@ -64,7 +74,7 @@ def sensitive_sets(
     """The sensitive sets of one audit state (None: there are none)."""
     if sensitivity is None:
         return None
-    shape, flagged = sensitivity
+    shape, flagged, sums = sensitivity
     cells_flagged = flagged.get(space)
     if not cells_flagged or not space.startswith("sum("):
         return None
@@ -86,7 +96,13 @@ def sensitive_sets(
         levels.append(level_pair)
     if not members:
         return None
-    return SensitiveSets(found, tuple(members), tuple(totals), tuple(levels))
+    true = np.full(rows.cells.count, np.nan)
+    for key, total in sums.get(space, {}).items():
+        ids = cells.cells.get((level, tuple(normalized(v) for v in key)))
+        audit_ids = None if ids is None or not ids.size else rows.ids(finest.data_version, ids)
+        if audit_ids is not None and audit_ids.size == 1:
+            true[int(audit_ids[0])] = total
+    return SensitiveSets(found, tuple(members), tuple(totals), tuple(levels), true)
 
 
 #: sensitive sets one decision may bound by LP; more in the candidate's reach withholds it
@@ -127,19 +143,22 @@ def protects_sensitive_sets(
                 linked.append(known[i])
                 remaining.remove(i)
                 grown = True
-    near = np.unique(sets.of[np.fromiter(reach, dtype=np.int64, count=len(reach))])
+    reach_ids = as_row_ids(reach)
+    near = np.unique(sets.of[reach_ids])
     near = near[near >= 0]
+    after = [*linked, (fresh, value)]
+    if near.size:
+        near = near[~certified_sets(sets, cells, after, reach_ids, near, bounds)]
     if near.size > MAX_INTERVAL_SETS:
         return False
-    after = [*linked, (fresh, value)]
     for number in near.tolist():
-        low_level, high_level = sets.levels[number]
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
         total, members = sets.totals[number], sets.members[number]
         low, high = feasible_interval(cells, after, members, bounds)
         if low is None or high is None:
             return False
         slack = 1e-6 * max(1.0, abs(total))
-        if high >= total + high_level - slack and low <= total - low_level + slack:
+        if high >= need_high - slack and low <= need_low + slack:
             continue
         before_low, before_high = (
             feasible_interval(cells, linked, members, bounds) if linked else (None, None)
@@ -153,3 +172,75 @@ def protects_sensitive_sets(
         if not unchanged:
             return False
     return True
+
+
+def certified_sets(
+    sets: SensitiveSets,
+    cells: AuditCells,
+    after: Sequence[tuple[BitMap, float]],
+    reach: npt.NDArray[np.int64],
+    near: npt.NDArray[np.int64],
+    bounds: tuple[float, float],
+) -> npt.NDArray[np.bool_]:
+    """Per set of ``near``: whether a feasible point proves its interval wide enough, so
+    that no LP is needed (most sets, on tables of many dimensions, where nearly every
+    finest cell is flagged and an LP each is out of reach).
+
+    The point: rows with the same membership in every released set (an atom of the
+    reach) can trade value without changing any released SUM. Starting from the true
+    values, move the set's share of each atom to its bound (the atom's other rows take
+    up the difference, within theirs): every released SUM holds, so the set's total
+    there is inside its feasible interval, and the interval reaches at least as far.
+    Sets touching an atom with a row of unknown true value are left to the LP."""
+    low_bound, high_bound = bounds
+    slot = np.full(sets.values.size, -1, dtype=np.int64)
+    slot[reach] = np.arange(reach.size)
+    # two random 64-bit weights per released set: rows with equal sums are in the same
+    # atom (a false merge has probability about (rows / 2**64)**2 per pair of atoms)
+    rng = np.random.default_rng()
+    signature = np.zeros((reach.size, 2), dtype=np.uint64)
+    for members, _ in after:
+        weights = rng.integers(1, np.iinfo(np.int64).max, size=2, dtype=np.int64).astype(np.uint64)
+        signature[slot[as_row_ids(members)]] += weights
+    _, atom = np.unique(signature, axis=0, return_inverse=True)
+    atom = atom.reshape(-1)
+    counts = cells.row_counts()[reach].astype(np.float64)
+    true = sets.values[reach]
+    atoms = int(atom.max()) + 1 if atom.size else 0
+    atom_total = np.bincount(atom, weights=np.nan_to_num(true), minlength=atoms)
+    atom_unknown = np.bincount(atom, weights=np.isnan(true).astype(np.float64), minlength=atoms) > 0
+    atom_rows = np.bincount(atom, weights=counts, minlength=atoms)
+    out = np.zeros(near.size, dtype=bool)
+    for i, number in enumerate(near.tolist()):
+        members = sets.members[number]
+        inside = slot[members]
+        outside_reach = members[inside < 0]  # in no released set: free within its box
+        inside = inside[inside >= 0]
+        own_atoms, own_slots = np.unique(atom[inside], return_inverse=True)
+        if atom_unknown[own_atoms].any():
+            continue
+        own_rows = np.bincount(own_slots.reshape(-1), weights=counts[inside], minlength=own_atoms.size)
+        rest_rows = atom_rows[own_atoms] - own_rows
+        totals = atom_total[own_atoms]
+        free = float(cells.row_counts()[outside_reach].sum())
+        high = float(np.minimum(high_bound * own_rows, totals - low_bound * rest_rows).sum())
+        low = float(np.maximum(low_bound * own_rows, totals - high_bound * rest_rows).sum())
+        high += high_bound * free
+        low += low_bound * free
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        out[i] = high >= need_high - slack and low <= need_low + slack
+    return out
+
+
+def interval_targets(
+    sets: SensitiveSets, cells: AuditCells, number: int, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    """How far set ``number``'s interval must reach down and up: its protection levels
+    from its true total, but never past what the declared bounds allow before anything
+    is released (rows x [lo, hi]); a level the bounds themselves deny cannot be the
+    answers' doing, and demanding it would refuse every SUM over the set."""
+    total = sets.totals[number]
+    low_level, high_level = sets.levels[number]
+    rows = cells.rows(sets.members[number])
+    return max(total - low_level, bounds[0] * rows), min(total + high_level, bounds[1] * rows)

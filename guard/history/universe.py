@@ -36,6 +36,10 @@ class AuditCells(Protocol):
 
     def rows(self, ids: Ids) -> int: ...
 
+    def row_counts(self) -> Ids:
+        """Rows of every audit row id (a read-only view)."""
+        ...
+
 
 class HistoryStore(Protocol):
     """What the history audit persists (``guard.state.store.StateStore``)."""

@@ -1,0 +1,139 @@
+"""The feasible-point certificate of sensitive sets (``sensitive.certified_sets``) against
+an independent oracle: the LP interval of the set over the released SUMs and the declared
+bounds. A set the certificate passes must have an LP interval reaching its targets; and
+on tables where nearly every finest cell is flagged, most sets pass without an LP."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from pyroaring import BitMap
+from scipy.optimize import linprog
+
+from guard.history.sensitive import SensitiveSets, certified_sets, interval_targets
+
+Ids = npt.NDArray[np.int64]
+
+
+class Cells:
+    """Audit rows with row counts (the AuditCells protocol, as far as the check reads)."""
+
+    def __init__(self, counts: Ids) -> None:
+        self._counts = counts
+
+    @property
+    def count(self) -> int:
+        return int(self._counts.size)
+
+    def units(self, ids: Ids) -> int:
+        return int(self._counts[ids].sum())
+
+    def unit_ids(self, ids: Ids) -> BitMap:
+        raise NotImplementedError
+
+    def rows(self, ids: Ids) -> int:
+        return int(self._counts[np.asarray(ids, dtype=np.int64)].sum())
+
+    def row_counts(self) -> Ids:
+        return self._counts
+
+
+def _lp_interval(
+    counts: Ids, sets: list[tuple[BitMap, float]], target: Ids, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    n = counts.size
+    a = np.zeros((len(sets), n))
+    for i, (members, _) in enumerate(sets):
+        a[i, list(members)] = 1.0
+    b = np.array([v for _, v in sets])
+    box = [(bounds[0] * c, bounds[1] * c) for c in counts]
+    goal = np.zeros(n)
+    goal[target] = 1.0
+    low = linprog(goal, A_eq=a, b_eq=b, bounds=box, method="highs")
+    high = linprog(-goal, A_eq=a, b_eq=b, bounds=box, method="highs")
+    assert low.status == 0 and high.status == 0
+    return float(low.fun), float(-high.fun)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_certified_set_has_an_lp_interval_reaching_its_targets(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 30))
+    bounds = (0.0, float(rng.choice([1.0, 60.0, 1000.0])))
+    counts = rng.integers(1, 5, size=n).astype(np.int64)
+    # values inside the box, often at a bound (zero-inflated measures)
+    per_row = rng.uniform(bounds[0], bounds[1], size=n) * (rng.random(n) < 0.6)
+    values = per_row * counts
+    cells = Cells(counts)
+    released: list[tuple[BitMap, float]] = []
+    for _ in range(int(rng.integers(1, 6))):
+        members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
+        if members.size:
+            released.append((BitMap(members.tolist()), float(values[members].sum())))
+    if not released:
+        return
+    flagged = np.flatnonzero(rng.random(n) < 0.5)
+    of = np.full(n, -1, dtype=np.int64)
+    of[flagged] = np.arange(flagged.size)
+    levels = tuple(
+        (float(rng.uniform(0, 0.5) * values[i]), float(rng.uniform(0, 0.5) * max(values[i], 1.0)))
+        for i in flagged
+    )
+    sets = SensitiveSets(
+        of,
+        tuple(np.array([i], dtype=np.int64) for i in flagged),
+        tuple(float(values[i]) for i in flagged),
+        levels,
+        values.astype(np.float64),
+    )
+    reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
+    near = np.unique(of[reach])
+    near = near[near >= 0]
+    if not near.size:
+        return
+    certified = certified_sets(sets, cells, released, reach, near, bounds)
+    for number, ok in zip(near.tolist(), certified.tolist(), strict=True):
+        if not ok:
+            continue
+        low, high = _lp_interval(counts, released, sets.members[number], bounds)
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        assert high >= need_high - slack and low <= need_low + slack, (number, low, high, need_low, need_high)
+
+
+def test_one_release_over_many_flagged_cells_is_certified_without_lp() -> None:
+    """A wide SUM over 500 one-row cells, every one flagged: the certificate alone clears
+    them (the LP path would refuse over MAX_INTERVAL_SETS sets)."""
+    rng = np.random.default_rng(7)
+    n = 500
+    counts = np.ones(n, dtype=np.int64)
+    values = rng.uniform(0, 60, size=n) * (rng.random(n) < 0.3)
+    of = np.arange(n, dtype=np.int64)
+    sets = SensitiveSets(
+        of,
+        tuple(np.array([i], dtype=np.int64) for i in range(n)),
+        tuple(float(v) for v in values),
+        tuple((0.1 * float(v), 0.1 * float(v)) for v in values),
+        values,
+    )
+    released = [(BitMap(range(n)), float(values.sum()))]
+    certified = certified_sets(sets, Cells(counts), released, np.arange(n, dtype=np.int64), of, (0.0, 60.0))
+    assert certified.all()
+
+
+def test_unknown_true_values_are_left_to_the_lp() -> None:
+    counts = np.ones(4, dtype=np.int64)
+    values = np.array([1.0, np.nan, 3.0, 4.0])
+    sets = SensitiveSets(
+        np.arange(4, dtype=np.int64),
+        tuple(np.array([i], dtype=np.int64) for i in range(4)),
+        (1.0, 2.0, 3.0, 4.0),
+        ((0.1, 0.1),) * 4,
+        values,
+    )
+    released = [(BitMap([0, 1]), 3.0), (BitMap([2, 3]), 7.0)]
+    certified = certified_sets(
+        sets, Cells(counts), released, np.arange(4, dtype=np.int64), np.arange(4), (0.0, 10.0)
+    )
+    assert certified.tolist() == [False, False, True, True]
