@@ -139,7 +139,9 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
         listed = ", ".join(f"{rule}: {count}" for rule, count in sorted(by_rule.items()))
         notes.append(f"{sum(by_rule.values())} of {total} cells suppressed as sensitive ({listed})")
     if secondary:
-        methods = sorted({r.method for r in decision.reports if r.table is not None and r.suppressed})
+        methods = sorted(
+            {_METHOD_WORDS.get(r.method, r.method) for r in decision.reports if r.suppressed & r.current}
+        )
         notes.append(
             f"{secondary} of {total} cells suppressed as secondary (complementary) cells, so that no "
             f"sensitive cell can be recomputed from the released cells and totals "
@@ -153,3 +155,13 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
             "interval at least as wide as its protection level"
         )
     return notes
+
+
+#: how a pattern was chosen, in the note (SpaceReport.method)
+_METHOD_WORDS = {
+    "optimal": "optimal",
+    "heuristic": "heuristic",
+    "replayed": "as released before",
+    "withheld": "new cells withheld: the problem linked to earlier releases is too large to solve online",
+    "none": "none",
+}

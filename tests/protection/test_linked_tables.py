@@ -127,3 +127,5 @@ def test_few_new_cells_over_a_large_linked_problem_are_withheld(
         castro.query(TOTAL_SQL, "alice")
     towns = castro.query(BY_TOWN, "alice")
     assert [row[1] for row in towns.rows] == [None, None, None]
+    assert any("too large to solve online" in note for note in towns.notes)
+    assert not any("(method: )" in note for note in towns.notes)
