@@ -63,6 +63,7 @@ def solve_heuristic(
             with every cell other than ``kept`` withheld.
     """
     problem = DeviationProblem.of(table, kept)
+    movable = frozenset(range(len(table))) - frozenset(kept)
     hidden = set(suppressed) | set(levels)
     c = costs.copy()
     c[list(hidden)] = 0.0
@@ -77,6 +78,11 @@ def solve_heuristic(
                 # the near cells admit none (or the solver gave up on them): every
                 # withheld cell, before calling the cell unprotectable
                 deviation = cheapest_deviation(problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS)
+            if deviation is None:
+                # column generation can stop short (phase-1 pricing found no column on
+                # a table where a deviation exists): one LP over every cell but the kept
+                # ones decides, as the error below claims
+                deviation = cheapest_deviation(problem, c, p, level, upward, hidden=movable, rounds=_ROUNDS)
             if deviation is None:
                 raise ProtectionInfeasible(
                     f"sensitive cell {table.keys[p]!r} cannot be given its protection levels even "

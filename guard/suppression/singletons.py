@@ -35,7 +35,7 @@ from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible
-from guard.suppression.table import Table
+from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
 
@@ -142,7 +142,7 @@ def _insider_audit(
             else set().union(*(neighbours.get(c, set()) for c in known))
         )
         near_cells -= known
-        near = {p: lv for p, lv in levels.items() if p in near_cells}
+        near = {p: _insider_levels(table, p, lv, known) for p, lv in levels.items() if p in near_cells}
         if not near:
             continue
         audited += len(near)
@@ -167,6 +167,28 @@ def _insider_audit(
         )
         current = set(repaired) | (current & known)
     return current
+
+
+def _insider_levels(
+    table: Table, p: int, levels: tuple[float, float], known: frozenset[int]
+) -> tuple[float, float]:
+    """The levels cell ``p`` must keep against the insider who knows ``known``. A cell
+    holding the insider's own cell cannot, to her, go below that cell's value (the rest
+    is not negative): from that side she learns nothing the bounds did not already tell
+    her, so the lower level stops there (it is the rest she must not learn)."""
+    upper, lower = levels
+    if table.lower[p] < 0:
+        return levels
+    key = table.keys[p]
+    inside = [table.values[c] for c in known if c != p and _holds(key, table.keys[c])]
+    if not inside:
+        return levels
+    return upper, max(0.0, min(lower, table.values[p] - max(inside)))
+
+
+def _holds(total: Key, member: Key) -> bool:
+    """Cell ``total`` holds cell ``member``'s rows (every fixed position agrees)."""
+    return all(t is TOTAL or t == m for t, m in zip(total, member, strict=True))
 
 
 def _reach(neighbours: dict[int, set[int]], start: frozenset[int], hidden: set[int]) -> set[int]:

@@ -121,3 +121,21 @@ def test_an_insider_audit_over_its_budget_refuses(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(singletons, "MAX_INSIDER_AUDITS", 1)  # OTHER is the one cell to audit
     result = suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
     assert _insider_failures(table, result.primary | result.secondary, SINGLETON, REQUIREMENTS) == []
+
+
+def test_a_cell_holding_the_insiders_own_cell_is_protected_on_what_she_does_not_know() -> None:
+    """Row 0 is one respondent's 50 and zeros: the row total (sensitive) cannot go below
+    50 for her whatever is withheld, which tells her nothing (the others are not
+    negative). Its lower level stops there; the upper one still holds against her, and
+    before this the audit refused the table as unprotectable."""
+    values = [[50.0, 0.0, 0.0, 0.0], [200.0, 220.0, 240.0, 260.0], [210.0, 230.0, 250.0, 270.0]]
+    table = _grid(values)
+    row_total = (0, TOTAL)
+    requirements = {SINGLETON: Protection(10.0, 10.0), row_total: Protection(12.0, 12.0)}
+    result = suppress(table, requirements, options=EXACT, singletons=[SINGLETON])
+    hidden = result.primary | result.secondary
+    assert failures(table, hidden, requirements) == []  # the outsider's intervals hold
+    # the insider, knowing her 50: the row total still reaches 12 above its value
+    (failure,) = failures(table, hidden - {SINGLETON}, {row_total: Protection(12.0, 12.0)})
+    assert failure.high >= 50.0 + 12.0 - 1e-6
+    assert failure.low == pytest.approx(50.0)  # the bound she already knew, nothing more
