@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from guard.errors import QueryRejected
 from guard.policy.model import Column, Role, Table
+from guard.query.names import column_qualifier
 
 __all__ = ["Scope"]
 
@@ -23,19 +24,7 @@ class Scope:
         self.types = types
 
     def column(self, node: exp.Column, *, clause: str) -> Column:
-        if node.args.get("db") or node.args.get("catalog"):
-            raise QueryRejected(
-                f"{node.sql(dialect='duckdb')}: qualify a column with the table name or alias only, "
-                f"e.g. {self.alias or self.table.name}.{node.name}"
-            )
-        qualifier = node.table
-        if qualifier and qualifier.lower() not in {
-            self.table.name.lower(),
-            (self.alias or "").lower(),
-        }:
-            raise QueryRejected(
-                f"unknown table qualifier {qualifier!r} in {node.sql()}: only {self.table.name} is queried"
-            )
+        column_qualifier(node, self.table.name, self.alias)
         column = self.table.column(node.name)
         if column is None:
             usable = [c.name for c in self.table.columns if c.role is not Role.IDENTIFIER]

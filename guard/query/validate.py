@@ -14,10 +14,10 @@ from sqlglot import exp
 
 from guard.errors import QueryRejected
 from guard.policy.model import Table
+from guard.query.names import SYSTEM_SCHEMAS, check_table_qualifiers
 
 __all__ = ["validate"]
 
-_SYSTEM_SCHEMAS = ("information_schema", "pg_catalog", "system", "temp")
 _SYSTEM_PREFIXES = ("duckdb_", "pg_", "sqlite_", "pragma_")
 
 # Statements other than SELECT, by sqlglot node class: what to tell the analyst.
@@ -87,7 +87,7 @@ _FORBIDDEN: tuple[tuple[type[exp.Expr], str], ...] = (
 # would be silently ignored by the rewrite, so it is refused instead.
 _SELECT_CLAUSES = frozenset({"expressions", "from_", "from", "where", "group", "order", "limit", "offset"})
 _CLAUSE_NAMES = {"locks": "FOR UPDATE / FOR SHARE", "sample": "USING SAMPLE", "windows": "WINDOW"}
-# The parts a FROM table may have (a schema is refused with its own message); anything
+# The parts a FROM table may have (schema and database checked by names.py); anything
 # else, such as time travel (AT ...), WITH ORDINALITY or ONLY, is refused.
 _TABLE_PARTS = frozenset({"this", "alias", "db", "catalog"})
 _SHAPE_HINT = "send SELECT aggregates FROM one table [WHERE ...] [GROUP BY ...] [ORDER BY ...] [LIMIT n]"
@@ -173,15 +173,14 @@ def _from_table(select: exp.Select, tables: tuple[Table, ...]) -> Table:
         )
     qualifiers = [p.name.lower() for p in (source.args.get("catalog"), source.args.get("db")) if p]
     if (
-        any(q in _SYSTEM_SCHEMAS for q in qualifiers)
+        any(q in SYSTEM_SCHEMAS for q in qualifiers)
         or name.lower().startswith(_SYSTEM_PREFIXES)
-        or (name.lower() in _SYSTEM_SCHEMAS)
+        or (name.lower() in SYSTEM_SCHEMAS)
     ):
         raise QueryRejected(
             "system catalogs are not available: the tables you may query are " + _names(tables)
         )
-    if qualifiers:
-        raise QueryRejected(f"name the table without a schema or database: FROM {name}")
+    check_table_qualifiers(source)
     alias = source.args.get("alias")
     if alias is not None and alias.args.get("columns"):
         raise QueryRejected(

@@ -281,3 +281,31 @@ SELECT region, SUM(amount) FROM events WHERE day BETWEEN DATE '2024-01-01' AND D
 -- policy: events
 -- rows: 1
 SELECT COUNT(*), AVG(amount) FROM events WHERE member = true AND rating >= 2.5
+
+-- ## qualified and quoted names, as BI tools write them
+
+-- case: the schema the endpoint advertises
+-- rows: 2
+SELECT major, COUNT(*) FROM public.students GROUP BY major
+
+-- case: database and schema
+-- rows: 1
+SELECT COUNT(*) FROM statguard.public.students
+
+-- case: quoted schema and table (Metabase, DBeaver)
+-- rows: 2
+SELECT "major", COUNT(*) FROM "public"."students" GROUP BY "major"
+
+-- case: quoted table, database in any case when unquoted
+-- rows: 1
+SELECT SUM(income) FROM StatGuard.Public."students"
+
+-- case: columns qualified by the table, its schema and its database
+-- rows: 2
+SELECT "public"."students"."major" AS "major", COUNT(*) AS "count" FROM "public"."students"
+GROUP BY "public"."students"."major" ORDER BY "public"."students"."major" ASC
+
+-- case: columns qualified by the table name or its alias
+-- rows: 2
+SELECT s.major, SUM(students.income) FROM public.students AS s WHERE statguard.public.students.class > 1900 GROUP BY s.major
+

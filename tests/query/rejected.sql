@@ -109,11 +109,37 @@ SELECT AVG(incomes) FROM hospital
 -- expect: unknown table qualifier 'x' in x.major
 SELECT COUNT(x.major) FROM students AS s
 
--- expect: qualify a column with the table name or alias only
+-- expect: main.students.class: the only schema is public in database statguard; write students.class
 SELECT COUNT(*) FROM students WHERE main.students.class = 1980
 
--- expect: name the table without a schema or database: FROM students
+-- expect: unknown table qualifier 's' in public.s.income: only students is queried; write s.income
+SELECT SUM(public.s.income) FROM students AS s
+
+-- expect: public.students.income: the only schema is public in database statguard
+SELECT SUM(other.public.students.income) FROM students
+
+-- ## schemas and databases other than statguard.public
+
+-- expect: schema main is not available: the tables you may query are in schema public; write FROM students, FROM public.students or FROM statguard.public.students
 SELECT COUNT(*) FROM main.students
+
+-- expect: schema other is not available
+SELECT COUNT(*) FROM other.students
+
+-- expect: schema "PUBLIC" is not available
+SELECT COUNT(*) FROM "PUBLIC".students
+
+-- expect: database other is not available: the only database is statguard; write FROM students
+SELECT COUNT(*) FROM other.public.students
+
+-- expect: database memory is not available
+SELECT COUNT(*) FROM memory.main.students
+
+-- expect: system catalogs are not available: the tables you may query are students
+SELECT COUNT(*) FROM pg_catalog.students
+
+-- expect: system catalogs are not available
+SELECT COUNT(*) FROM statguard.information_schema.students
 
 -- expect: column aliases on the table (AS t(a, b, ...)) are not allowed
 SELECT COUNT(*) FROM students AS t(sex, name) GROUP BY sex

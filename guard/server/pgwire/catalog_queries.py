@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from guard.query.names import DATABASE, SCHEMA
+
 __all__ = [
     "CATALOG_SCHEMA",
     "DATABASE",
@@ -29,8 +31,8 @@ __all__ = [
 
 CATALOG_SCHEMA = "pgcat"
 INFO_SCHEMA = "infoschema"
-USER_SCHEMA = "public"
-DATABASE = "statguard"
+#: the schema and database the analyst's tables are in (the guard accepts these names too)
+USER_SCHEMA = SCHEMA
 
 #: catalog relations describing objects statguard never has: always empty, no DDL needed
 FEATURES_NEVER_PRESENT = frozenset(
