@@ -27,6 +27,7 @@ from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
 from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
 from guard.server.pgwire.describe import ResultColumn, guard_columns, value_columns
 from guard.server.pgwire.sqlstate import SqlError
+from guard.server.pgwire.statements import quote_keyword_labels
 from guard.server.pgwire.translate import SessionFacts, to_duckdb
 from guard.server.pgwire.types import by_name
 
@@ -56,7 +57,13 @@ def route(sql: str) -> Plan:
     try:
         trees = parse_within_limits(sql, "postgres")
     except QueryRejected:
-        return GuardPlan(sql)
+        relabelled = quote_keyword_labels(sql)
+        try:
+            trees = parse_within_limits(relabelled, "postgres") if relabelled else []
+        except QueryRejected:
+            trees = []
+        if not (len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0])):
+            return GuardPlan(sql)  # the guard says what is wrong with the text as sent
     if len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0]):
         return CatalogPlan(trees[0])
     return GuardPlan(sql)

@@ -11,7 +11,6 @@ are not shown (``reltuples`` is -1, sizes 0): they would tell how many rows a ta
 from __future__ import annotations
 
 import importlib.resources
-import logging
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -30,10 +29,10 @@ from guard.server.pgwire.catalog_queries import (
     USER_SCHEMA,
     CatalogNames,
 )
+from guard.server.pgwire.functions import UNKNOWN_SETTING
 from guard.server.pgwire.settings import SETTINGS
 from guard.server.pgwire.sqlstate import SqlError
 from guard.server.pgwire.types import PG_TYPES, PgType, numeric_typmod, pg_type_of_engine
-from guard.server.serverlog import untrusted
 
 __all__ = [
     "CATALOG_TIMEOUT",
@@ -44,8 +43,6 @@ __all__ = [
     "VisibleTable",
     "visible_tables",
 ]
-
-log = logging.getLogger(__name__)
 
 # OIDs of the emulation (PostgreSQL's own where it has fixed ones)
 PG_CATALOG_NAMESPACE = 11
@@ -331,7 +328,9 @@ def _type_row(t: PgType) -> dict[str, Any]:
 
 
 def _sql_error(error: duckdb.Error) -> SqlError:
-    """A failed catalog query, with DuckDB's message minus the emulation's schema names."""
+    """A failed catalog query, with DuckDB's message minus the emulation's schema names,
+    and the SQLSTATE PostgreSQL gives that condition. Whoever runs the query logs it,
+    with the client and the query (``execution.py``)."""
     message = str(error).splitlines()[0] if str(error) else type(error).__name__
     message = re.sub(r"^[A-Za-z ]+ Error: ", "", message)
     message = message.replace(f"{CATALOG_SCHEMA}.", "pg_catalog.").replace(
@@ -345,9 +344,23 @@ def _sql_error(error: duckdb.Error) -> SqlError:
         code = sqlstate.UNDEFINED_COLUMN  # the usual binder failure
     elif isinstance(error, duckdb.ConversionException):
         code = sqlstate.INVALID_TEXT_REPRESENTATION
-    elif isinstance(error, duckdb.InvalidInputException) and " does not exist" in message:
-        code = sqlstate.UNDEFINED_TABLE if message.startswith("relation") else sqlstate.UNDEFINED_OBJECT
-    else:
-        log.warning("catalog query failed: %s", untrusted(error))  # its text may quote the query
+    elif isinstance(error, duckdb.OutOfRangeException):
+        code = sqlstate.NUMERIC_VALUE_OUT_OF_RANGE
+    elif isinstance(error, duckdb.InvalidInputException):
+        code = _input_error_code(message)
+    elif isinstance(error, duckdb.InternalException | duckdb.FatalException):
         code = sqlstate.INTERNAL_ERROR
+    else:  # NotImplemented, type mismatches...: PostgreSQL would answer, the emulation cannot
+        code = sqlstate.FEATURE_NOT_SUPPORTED
+        message = f"statguard's catalog emulation cannot run this query: {message}"
     return SqlError(code, message)
+
+
+def _input_error_code(message: str) -> str:
+    if " does not exist" in message:
+        return sqlstate.UNDEFINED_TABLE if message.startswith("relation") else sqlstate.UNDEFINED_OBJECT
+    if message.startswith(UNKNOWN_SETTING):
+        return sqlstate.UNDEFINED_OBJECT
+    if "cannot be NULL" in message:  # json_build_object(NULL, ...): PostgreSQL's 22004 too
+        return sqlstate.NULL_VALUE_NOT_ALLOWED
+    return sqlstate.INVALID_PARAMETER_VALUE

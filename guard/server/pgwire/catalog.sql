@@ -151,6 +151,40 @@ CREATE TABLE pgcat.pg_range (
     rngtypid BIGINT, rngsubtype BIGINT, rngmultitypid BIGINT, rngcollation BIGINT, rngsubopc BIGINT,
     rngcanonical VARCHAR, rngsubdiff VARCHAR
 );
+-- operator classes: statguard has no indexes, so none is ever named by one
+CREATE TABLE pgcat.pg_opclass (
+    oid BIGINT, opcmethod BIGINT, opcname VARCHAR, opcnamespace BIGINT, opcowner BIGINT, opcfamily BIGINT,
+    opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT
+);
+-- statistics views: empty, since live and dead tuple counts would tell how many rows a table has
+CREATE TABLE pgcat.pg_stat_user_tables (
+    relid BIGINT, schemaname VARCHAR, relname VARCHAR, seq_scan BIGINT, seq_tup_read BIGINT, idx_scan BIGINT,
+    idx_tup_fetch BIGINT, n_tup_ins BIGINT, n_tup_upd BIGINT, n_tup_del BIGINT, n_tup_hot_upd BIGINT,
+    n_live_tup BIGINT, n_dead_tup BIGINT, n_mod_since_analyze BIGINT, n_ins_since_vacuum BIGINT,
+    last_vacuum TIMESTAMPTZ, last_autovacuum TIMESTAMPTZ, last_analyze TIMESTAMPTZ, last_autoanalyze TIMESTAMPTZ,
+    vacuum_count BIGINT, autovacuum_count BIGINT, analyze_count BIGINT, autoanalyze_count BIGINT
+);
+CREATE VIEW pgcat.pg_stat_all_tables AS SELECT * FROM pgcat.pg_stat_user_tables;
+-- other sessions are not shown (nor this one's query text: it is in the guard's log)
+CREATE TABLE pgcat.pg_stat_activity (
+    datid BIGINT, datname VARCHAR, pid INTEGER, leader_pid INTEGER, usesysid BIGINT, usename VARCHAR,
+    application_name VARCHAR, client_addr VARCHAR, client_hostname VARCHAR, client_port INTEGER,
+    backend_start TIMESTAMPTZ, xact_start TIMESTAMPTZ, query_start TIMESTAMPTZ, state_change TIMESTAMPTZ,
+    wait_event_type VARCHAR, wait_event VARCHAR, state VARCHAR, backend_xid BIGINT, backend_xmin BIGINT,
+    query_id BIGINT, query VARCHAR, backend_type VARCHAR
+);
+-- SQL key words, from DuckDB's parser (PostgreSQL's grammar): R reserved, U unreserved,
+-- C column name, T type or function name
+CREATE TABLE pgcat._keywords AS
+    SELECT keyword_name AS word,
+           CASE keyword_category WHEN 'reserved' THEN 'R' WHEN 'unreserved' THEN 'U'
+                WHEN 'column_name' THEN 'C' ELSE 'T' END AS catcode,
+           keyword_category <> 'reserved' AS barelabel,
+           CASE keyword_category WHEN 'reserved' THEN 'reserved' WHEN 'unreserved' THEN 'unreserved'
+                WHEN 'column_name' THEN 'unreserved (cannot be function or type name)'
+                ELSE 'reserved (can be function or type name)' END AS catdesc,
+           CASE WHEN keyword_category <> 'reserved' THEN 'can be bare label' ELSE 'requires AS' END AS baredesc
+    FROM duckdb_keywords() ORDER BY keyword_name;
 CREATE TABLE pgcat.pg_foreign_table (ftrelid BIGINT, ftserver BIGINT, ftoptions VARCHAR[]);
 CREATE TABLE pgcat.pg_partitioned_table (
     partrelid BIGINT, partstrat VARCHAR, partnatts SMALLINT, partdefid BIGINT, partattrs SMALLINT[]
@@ -257,6 +291,14 @@ CREATE MACRO pgcat.pg_database_size(d) AS CAST(0 AS BIGINT);
 CREATE MACRO pgcat.pg_size_pretty(n) AS CAST(n AS VARCHAR) || ' bytes';
 CREATE MACRO pgcat.pg_tablespace_location(t) AS '';
 CREATE MACRO pgcat.pg_is_in_recovery() AS false;
+CREATE MACRO pgcat.pg_get_keywords() AS TABLE SELECT * FROM pgcat._keywords;
+-- statistics: not shown (row counts would tell how many rows a table has)
+CREATE MACRO pgcat.pg_stat_get_numscans(i) AS CAST(NULL AS BIGINT);
+CREATE MACRO pgcat.pg_stat_get_live_tuples(r) AS CAST(NULL AS BIGINT);
+CREATE MACRO pgcat.pg_stat_get_dead_tuples(r) AS CAST(NULL AS BIGINT);
+-- a session may end only itself, and does so by closing its connection
+CREATE MACRO pgcat.pg_terminate_backend(pid) AS false, (pid, timeout) AS false;
+CREATE MACRO pgcat.pg_cancel_backend(pid) AS false;
 CREATE MACRO pgcat.txid_current() AS CAST(1 AS BIGINT);
 CREATE MACRO pgcat.pg_current_xact_id() AS CAST(1 AS BIGINT);
 CREATE MACRO pgcat.inet_server_addr() AS CAST(NULL AS VARCHAR);

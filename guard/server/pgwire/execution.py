@@ -8,6 +8,7 @@ refused with 25P02 until ROLLBACK, as clients expect.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +21,13 @@ from guard.server.pgwire.sqlstate import SqlError
 from guard.server.pgwire.statements import Kind, Statement, classify
 from guard.server.pgwire.translate import SessionFacts
 from guard.server.pgwire.types import by_name
+from guard.server.serverlog import untrusted
 
 __all__ = ["IDLE", "IN_BLOCK", "IN_FAILED_BLOCK", "Outcome", "Prepared", "StatementRunner"]
 
 IDLE, IN_BLOCK, IN_FAILED_BLOCK = b"I", b"T", b"E"
+
+log = logging.getLogger(__name__)
 
 _ENDS_FAILED_BLOCK = (Kind.COMMIT, Kind.ROLLBACK, Kind.ROLLBACK_TO)
 
@@ -53,12 +57,16 @@ class Outcome:
 class StatementRunner:
     """Runs statements for one authenticated analyst."""
 
-    def __init__(self, answerer: Answerer, analyst: str, settings: SessionSettings, process_id: int) -> None:
+    def __init__(
+        self, answerer: Answerer, analyst: str, settings: SessionSettings, process_id: int, peer: str = ""
+    ) -> None:
         self.answerer = answerer
         self.analyst = analyst
+        #: who is asking, as the server log names them
+        self.client = f"analyst {analyst!r} at {peer or 'an unknown address'}"
         self.settings = settings
         self.status = IDLE
-        self.facts = SessionFacts(analyst, process_id, lambda name: settings.get(name)[1])
+        self.facts = SessionFacts(analyst, process_id, lambda name: settings.get(name)[1], settings.all)
         #: DEALLOCATE name (None: all): set by whoever keeps the prepared statements
         self.on_deallocate: Callable[[str | None], None] = lambda name: None
 
@@ -113,11 +121,29 @@ class StatementRunner:
             return Outcome(answer.tag, answer.columns, answer.rows, notices)
         if isinstance(plan, CatalogPlan):
             catalog_plan, values = plan, list(parameters or ())
-            answer = await self.answerer.call(
-                ticket, lambda: self.answerer.catalog_answer(self.analyst, self.facts, catalog_plan, values)
-            )
+            try:
+                answerer = self.answerer
+                answer = await answerer.call(
+                    ticket, lambda: answerer.catalog_answer(self.analyst, self.facts, catalog_plan, values)
+                )
+            except SqlError as error:
+                self.catalog_failed(statement.text, error)
+                raise
             return Outcome(answer.tag, answer.columns, answer.rows)
         return self._command(prepared)
+
+    def catalog_failed(self, text: str, error: SqlError) -> None:
+        """Log a catalog query the emulation could not answer: who sent it, and what (a
+        query a tool sends that fails here is a gap of the emulation worth seeing)."""
+        if error.sqlstate == sqlstate.QUERY_CANCELED:
+            return
+        log.warning(
+            "catalog query of %s failed with %s %s: %s",
+            self.client,
+            error.sqlstate,
+            untrusted(error.message),
+            untrusted(text),
+        )
 
     def _command(self, prepared: Prepared) -> Outcome:
         statement = prepared.statement

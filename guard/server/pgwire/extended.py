@@ -237,10 +237,15 @@ class ExtendedProtocol:
             )
         else:
             catalog_plan, count = plan, len(statement.parameter_types)
-            columns = await runner.answerer.call(
-                self._ticket(),
-                lambda: runner.answerer.catalog_columns(runner.analyst, runner.facts, catalog_plan, count),
-            )
+            answerer = runner.answerer
+            try:
+                columns = await answerer.call(
+                    self._ticket(),
+                    lambda: answerer.catalog_columns(runner.analyst, runner.facts, catalog_plan, count),
+                )
+            except SqlError as error:
+                runner.catalog_failed(statement.sql, error)
+                raise
         statement.columns = columns
         return columns
 

@@ -106,7 +106,9 @@ class Session:
             if login is None:
                 return
             self.process_id, secret = self.services.register(self, login.analyst)
-            runner = StatementRunner(self.services.answerer, login.analyst, login.settings, self.process_id)
+            runner = StatementRunner(
+                self.services.answerer, login.analyst, login.settings, self.process_id, self.peer
+            )
             extended = ExtendedProtocol(runner, self.writer.write, self._current_ticket)
             runner.on_deallocate = extended.deallocate
             for name, value in login.settings.reported():

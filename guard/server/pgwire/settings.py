@@ -123,6 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("escape_string_warning", "on"),
     Setting("max_index_keys", "32", settable=False),
     Setting("block_size", "8192", settable=False),
+    Setting("default_table_access_method", "heap", settable=False),
     Setting("password_encryption", "scram-sha-256", settable=False),
 )
 

@@ -10,6 +10,7 @@ refuses it with its own message.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -21,7 +22,7 @@ from sqlglot.errors import TokenError
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.sqlstate import SqlError
 
-__all__ = ["Kind", "Statement", "classify", "split"]
+__all__ = ["Kind", "Statement", "classify", "quote_keyword_labels", "split"]
 
 
 class Kind(Enum):
@@ -79,6 +80,28 @@ def split(text: str) -> list[str]:
             start = token.end + 1
     pieces.append(text[start:])
     return [p for p in pieces if not _is_blank(p)]
+
+
+def quote_keyword_labels(text: str) -> str | None:
+    """``text`` with key words used as column labels after AS quoted (``AS select`` ->
+    ``AS "select"``), as PostgreSQL's grammar allows and sqlglot's parser does not
+    (Metabase's privilege query labels columns select, insert, update, delete); None
+    when there is none."""
+    try:
+        tokens = Postgres().tokenize(text)
+    except TokenError:
+        return None
+    pieces, at = [], 0
+    for before, token in itertools.pairwise(tokens):
+        if before.token_type is TokenType.ALIAS and token.token_type not in _LABEL_TOKENS:
+            word = text[token.start : token.end + 1]
+            if word.isidentifier():
+                pieces.append(text[at : token.start] + '"' + word.lower() + '"')
+                at = token.end + 1
+    return "".join(pieces) + text[at:] if pieces else None
+
+
+_LABEL_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING)
 
 
 def _is_blank(text: str) -> bool:

@@ -19,7 +19,7 @@ by ``catalog_queries.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -33,6 +33,7 @@ from guard.server.pgwire.catalog_queries import (
     CatalogNames,
     cte_names,
 )
+from guard.server.pgwire.functions import array_literal, format_call, setting_lookup
 from guard.server.pgwire.settings import version_text
 from guard.server.pgwire.sqlstate import SqlError
 
@@ -103,6 +104,9 @@ class SessionFacts:
     process_id: int
     #: current_setting(name): the session's value; raises SqlError for an unknown name
     setting: Callable[[str], str]
+    #: every (name, value) of the session, for current_setting() of a name not written
+    #: as a literal (a bound parameter)
+    settings: Callable[[], Sequence[tuple[str, str]]] = tuple
 
 
 # --- rewriting -----------------------------------------------------------------------
@@ -184,6 +188,10 @@ def _table(node: exp.Table, names: CatalogNames, ctes: set[str]) -> exp.Expr:
         if isinstance(node.this, _TABLE_FUNCTIONS):
             node.set("db", None)  # pg_catalog.unnest(...) is DuckDB's unnest
             return node
+        macro = node.this.expression if isinstance(node.this, exp.Dot) else None
+        if node.this.text("this") == CATALOG_SCHEMA and isinstance(macro, exp.Anonymous):
+            node.set("this", macro)  # pg_get_keywords(), already named as the emulation's macro
+            return _qualified(node, CATALOG_SCHEMA)
         raise SqlError(
             sqlstate.UNDEFINED_FUNCTION, f"table function {node.this.sql('postgres')} is not available"
         )
@@ -242,18 +250,26 @@ def _cast(node: exp.Cast) -> exp.Expr:
     if name in _REG_TYPES:
         by_name, by_oid = _REG_TYPES[name]
         operand = node.this
-        names_something = isinstance(operand, exp.Placeholder | exp.Parameter) or (
-            isinstance(operand, exp.Literal) and operand.is_string
-        )
-        return _macro(by_name if names_something else by_oid, operand)
+        return _macro(by_name if _is_text(operand) else by_oid, operand)
     element = name[:-2] if name.endswith("[]") else name
     inner = node.this
+    if name.endswith("[]") and isinstance(inner, exp.Literal) and inner.is_string:
+        node.set("this", array_literal(inner.this))  # '{a,b}'::text[]
     if element in ("text", "varchar", "name") and isinstance(inner, exp.Dot) and inner.name in _NAME_OF_OID:
         return _macro(_NAME_OF_OID[inner.name], inner)  # 'int8'::regtype::text is "bigint"
     if element in _TYPE_NAMES:
         target = _TYPE_NAMES[element] + ("[]" if name.endswith("[]") else "")
         return exp.Cast(this=node.this, to=exp.DataType.build(target, dialect="duckdb"))
     return node
+
+
+def _is_text(operand: exp.Expr) -> bool:
+    """Whether a reg* cast's operand names something (text) rather than being an OID."""
+    if isinstance(operand, exp.Placeholder | exp.Parameter | exp.DPipe | exp.Concat):
+        return True  # a parameter, or text built by || or format()
+    if isinstance(operand, exp.Cast):
+        return _type_name(operand.to) in ("text", "varchar", "name")
+    return isinstance(operand, exp.Literal) and operand.is_string
 
 
 def _macro(name: str, *arguments: exp.Expr) -> exp.Expr:
@@ -272,6 +288,8 @@ def _function(node: exp.Func, names: CatalogNames, facts: SessionFacts) -> exp.E
         return exp.Literal.string(facts.analyst)
     if isinstance(node, exp.CurrentVersion):
         return exp.Literal.string(version_text())
+    if isinstance(node, exp.Format) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        return format_call(node.this.this, node.expressions)
     if not isinstance(node, exp.Anonymous):
         return node
     name = node.name.lower()
@@ -304,9 +322,9 @@ def _session_function(name: str, arguments: list[exp.Expr], facts: SessionFacts)
         schemas = ["pg_catalog", USER_SCHEMA] if implicit else [USER_SCHEMA]
         return exp.Array(expressions=[exp.Literal.string(s) for s in schemas])
     if name == "current_setting":
-        if not arguments or not (isinstance(arguments[0], exp.Literal) and arguments[0].is_string):
-            raise SqlError(
-                sqlstate.FEATURE_NOT_SUPPORTED, "current_setting() takes a parameter name as a literal"
-            )
-        return exp.Literal.string(facts.setting(arguments[0].this))
+        if not arguments:
+            raise SqlError(sqlstate.UNDEFINED_FUNCTION, "function current_setting() does not exist")
+        if isinstance(arguments[0], exp.Literal) and arguments[0].is_string:
+            return exp.Literal.string(facts.setting(arguments[0].this))
+        return setting_lookup(arguments[0], facts.settings())
     return None
