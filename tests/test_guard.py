@@ -19,7 +19,7 @@ INCOMES = {68000, 50000, 70000, 80000, 60000, 76000, 64000}
 
 def test_seed_answer(students: Guard) -> None:
     result = students.query("SELECT major, SUM(income) FROM students GROUP BY major", analyst="alice")
-    assert result.columns == ["major", "sum(income)"]
+    assert result.columns == ["major", "sum"]
     assert result.rows == [["CS", 358000], ["EE", 240000]]
     assert result.flags == [["released", "released"]] * 2
     assert result.notes == []

@@ -132,11 +132,11 @@ def _projections(select: exp.Select, scope: Scope) -> list[tuple[str, _Item]]:
             items.append((projection.alias_or_name or column.name, column))
         elif isinstance(node, exp.Grouping | exp.GroupingId):
             grouping = _grouping(node, scope)
-            name = projection.alias if isinstance(projection, exp.Alias) else grouping.label
-            items.append((name, grouping))
+            items.append((projection.alias if isinstance(projection, exp.Alias) else "grouping", grouping))
         else:
             aggregate = _aggregate(node, scope)
-            name = projection.alias if isinstance(projection, exp.Alias) else aggregate.label
+            # PostgreSQL names an unaliased aggregate after its function: count, sum, avg
+            name = projection.alias if isinstance(projection, exp.Alias) else aggregate.func.value
             items.append((name, aggregate))
     return items
 
@@ -297,9 +297,14 @@ def _output_index(node: exp.Expr, scope: Scope, projections: list[tuple[str, _It
             return position - 1
         raise QueryRejected(message)
     if isinstance(node, exp.Column):
-        for i, (name, _) in enumerate(projections):
-            if name.lower() == node.name.lower() and not node.table:
-                return i
+        named = [i for i, (name, _) in enumerate(projections) if name.lower() == node.name.lower()]
+        if named and not node.table:
+            if len({_item_key(projections[i][1]) for i in named}) > 1:
+                raise QueryRejected(
+                    f"ORDER BY {node.name} is ambiguous: {len(named)} output columns are named "
+                    f"{node.name!r}; give them aliases, or order by position"
+                )
+            return named[0]
         column = scope.column(node, clause="ORDER BY")
         for i, (_, item) in enumerate(projections):
             if isinstance(item, Column) and item.name == column.name:
@@ -314,6 +319,10 @@ def _output_index(node: exp.Expr, scope: Scope, projections: list[tuple[str, _It
         if wanted is not None and item == wanted:
             return i
     raise QueryRejected(message)
+
+
+def _item_key(item: _Item) -> object:
+    return item.name if isinstance(item, Column) else item
 
 
 def _limit(select: exp.Select) -> tuple[int | None, int]:
