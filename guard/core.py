@@ -168,7 +168,7 @@ class Guard:
             # answers protected at once could each be safe alone and not together
             linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
-            screened = self._screen(who, front, info, result, grid, decision, sets)  # 6c history audit
+            screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = result.withholding(screened.withheld, screened.notes)
             releases = self.linker.new_releases(decision.releases, info, who.name)
             self.recorder.answered(request.facts(), result, releases, history=screened.write)  # 7 record
@@ -276,6 +276,7 @@ class Guard:
         front: FrontResult,
         info: TableInfo,
         result: ProtectedResult,
+        measured: QueryShape,
         grid: CellGrid,
         decision: Decision,
         sets: Sequence[SpaceCells] | None,
@@ -284,7 +285,7 @@ class Guard:
         if self.history is None or sets is None:
             return Screened(None)
         return self.history.screen(
-            who.name, front.shape, front.table, info, result, sets, grid, decision.order
+            who.name, front.shape, front.table, info, result, sets, grid, decision.order, measured
         )
 
     def _internal(self, request: _Request, error: Exception) -> GuardError:

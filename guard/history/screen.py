@@ -43,13 +43,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import Enum
 
 import numpy as np
 from pyroaring import BitMap
 
 from guard.backends.base import Backend, TableInfo
-from guard.cells import CellGrid
+from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
@@ -142,10 +143,12 @@ class HistoryScreen:
         sets: Sequence[SpaceCells],
         grid: CellGrid,
         order: Sequence[int],
+        measured: QueryShape | None = None,
     ) -> Screened:
         """Check every published value of ``result``, name those that would disclose, and
         release the rest into their audit states (``result`` is not changed). ``order[i]`` is the
-        row of ``grid`` (the answer before protection) behind row i of ``result``.
+        row of ``grid`` (the answer before protection) behind row i of ``result``;
+        ``measured`` is the shape of ``grid``'s cells (with the sums averages imply).
 
         Raises:
             QueryRefused: every value the answer would publish is withheld.
@@ -175,9 +178,9 @@ class HistoryScreen:
                     controls.add(HistoryControl.UNMATCHED)
                     continue
                 state = self._state(rows, table, info, space_cells.space, scope)
-                # the LP constrains sums: an average's value is not its query set's sum
-                is_sum = shape.aggregates[output.index].func is AggFunc.SUM
-                total = _number(value) if is_sum else None
+                # the LP constrains sums: an average states its query set's sum too
+                # (with the count, which is no secret), so it enters as that sum
+                total = _released_sum(shape, measured, grid.cells[order[r]], output.index, value)
                 control = self._check(state, rows.cells, ids, total, table, space_cells.space)
                 if control is not None:
                     withheld.add((r, position))
@@ -318,7 +321,26 @@ def _bounds(table: Table, space: str) -> tuple[float, float] | None:
 
 
 def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(value, bool):
+        return None
+    return float(value) if isinstance(value, int | float | Decimal) else None
+
+
+def _released_sum(
+    shape: QueryShape, measured: QueryShape | None, cells: Sequence[Cell], index: int, value: object
+) -> float | None:
+    """The SUM a released aggregate states: its value for a SUM; for an AVG the sum of
+    its cell (the cell query carries it: ``measured`` is the shape of ``cells``); None for
+    a COUNT."""
+    aggregate = shape.aggregates[index]
+    if aggregate.func is AggFunc.SUM:
+        return _number(value)
+    if aggregate.func is not AggFunc.AVG or measured is None:
+        return None
+    for j, other in enumerate(measured.aggregates):
+        if other.func is AggFunc.SUM and other.column == aggregate.column and j < len(cells):
+            return _number(cells[j].value)
+    return None
 
 
 def _label(key: CellKey) -> str:

@@ -201,3 +201,31 @@ def test_narrowing_a_protected_cell_fails(tmp_path: Path) -> None:
     top, *others = sorted(frame[target].pay, reverse=True)
     _, high = _interval(frame, released, target)
     assert high - total >= 0.1 * top - sum(others) - 1e-6
+
+
+NARROWING_BY_AVERAGES = (
+    "SELECT COUNT(*), AVG(pay) FROM staff WHERE dept = 1",
+    "SELECT COUNT(*), AVG(pay) FROM staff WHERE dept = 1 AND grade IN (1, 2, 3, 4, 5, 6, 7)",
+)
+
+
+def test_narrowing_by_averages_and_counts_fails(tmp_path: Path) -> None:
+    """The same narrowing with AVG and COUNT: average x count is the sum, so the LP must
+    count averages as the sums they state (it used to skip them)."""
+    policy, frame = _staff(tmp_path)
+    released = []
+    masks = (frame.dept == 1, (frame.dept == 1) & ~frame.grade.isin([8, 9]))
+    with Guard.open(policy, state=tmp_path / "state") as guard:
+        for sql, mask in zip(NARROWING_BY_AVERAGES, masks, strict=True):
+            try:
+                count, average = guard.query(sql, "alice").rows[0]
+            except GuardError as refusal:
+                assert "sensitivity rules" in str(refusal)
+                continue
+            if count is not None and average is not None:
+                released.append((mask, float(count) * float(average)))
+    target = (frame.dept == 1) & (frame.grade == 9)
+    total = float(frame[target].pay.sum())
+    top, *others = sorted(frame[target].pay, reverse=True)
+    _, high = _interval(frame, released, target)
+    assert high - total >= 0.1 * top - sum(others) - 1e-6
