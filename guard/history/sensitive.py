@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.finest import FinestCells
 from guard.history.intervals import feasible_interval
 from guard.history.keys import normalized
@@ -35,6 +36,7 @@ from guard.history.universe import AuditCells, Universe
 from guard.query.shape import QueryShape
 
 __all__ = [
+    "MAX_ATOM_INTERVALS",
     "MAX_INTERVAL_SETS",
     "FinestSensitivity",
     "SensitiveSets",
@@ -107,6 +109,8 @@ def sensitive_sets(
 
 #: sensitive sets one decision may bound by LP; more in the candidate's reach withholds it
 MAX_INTERVAL_SETS = 32
+#: atoms whose total one decision may bound by LP (``atomlp.py``; two small LPs each)
+MAX_ATOM_INTERVALS = 32
 
 
 def protects_sensitive_sets(
@@ -149,6 +153,8 @@ def protects_sensitive_sets(
     after = [*linked, (fresh, value)]
     if near.size:
         near = near[~certified_sets(sets, cells, after, reach_ids, near, bounds)]
+    if near.size:
+        near = near[~_atom_proven(sets, cells, after, reach_ids, near, bounds)]
     if near.size > MAX_INTERVAL_SETS:
         return False
     for number in near.tolist():
@@ -193,17 +199,7 @@ def certified_sets(
     there is inside its feasible interval, and the interval reaches at least as far.
     Sets touching an atom with a row of unknown true value are left to the LP."""
     low_bound, high_bound = bounds
-    slot = np.full(sets.values.size, -1, dtype=np.int64)
-    slot[reach] = np.arange(reach.size)
-    # two random 64-bit weights per released set: rows with equal sums are in the same
-    # atom (a false merge has probability about (rows / 2**64)**2 per pair of atoms)
-    rng = np.random.default_rng()
-    signature = np.zeros((reach.size, 2), dtype=np.uint64)
-    for members, _ in after:
-        weights = rng.integers(1, np.iinfo(np.int64).max, size=2, dtype=np.int64).astype(np.uint64)
-        signature[slot[as_row_ids(members)]] += weights
-    _, atom = np.unique(signature, axis=0, return_inverse=True)
-    atom = atom.reshape(-1)
+    slot, atom = atoms_of(after, reach, sets.values.size)
     counts = cells.row_counts()[reach].astype(np.float64)
     true = sets.values[reach]
     atoms = int(atom.max()) + 1 if atom.size else 0
@@ -227,6 +223,42 @@ def certified_sets(
         low = float(np.maximum(low_bound * own_rows, totals - high_bound * rest_rows).sum())
         high += high_bound * free
         low += low_bound * free
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        out[i] = high >= need_high - slack and low <= need_low + slack
+    return out
+
+
+def _atom_proven(
+    sets: SensitiveSets,
+    cells: AuditCells,
+    after: Sequence[tuple[BitMap, float]],
+    reach: npt.NDArray[np.int64],
+    near: npt.NDArray[np.int64],
+    bounds: tuple[float, float],
+) -> npt.NDArray[np.bool_]:
+    """Per set of ``near`` lying in one atom of the reach: whether its exact interval
+    (``atomlp.py``: one pair of small LPs per atom) reaches its targets. Sets over
+    several atoms, or whose LP fails, are left to the row LP."""
+    slot, atom = atoms_of(after, reach, sets.values.size)
+    counts = cells.row_counts()
+    intervals = AtomIntervals(after, slot, atom, counts[reach].astype(np.float64), bounds)
+    out = np.zeros(near.size, dtype=bool)
+    for i, number in enumerate(near.tolist()):
+        members = sets.members[number]
+        inside = slot[members]
+        if (inside < 0).any():
+            continue
+        own = np.unique(atom[inside])
+        if own.size != 1 or (intervals.solved >= MAX_ATOM_INTERVALS and not intervals.known(int(own[0]))):
+            continue
+        low_atom, high_atom = intervals.interval(int(own[0]))
+        if low_atom is None or high_atom is None:
+            continue
+        rows = float(counts[members].sum())
+        rest = intervals.rows(int(own[0])) - rows
+        high = min(bounds[1] * rows, high_atom - bounds[0] * rest)
+        low = max(bounds[0] * rows, low_atom - bounds[1] * rest)
         need_low, need_high = interval_targets(sets, cells, number, bounds)
         slack = 1e-6 * max(1.0, abs(sets.totals[number]))
         out[i] = high >= need_high - slack and low <= need_low + slack

@@ -11,6 +11,7 @@ import pytest
 from pyroaring import BitMap
 from scipy.optimize import linprog
 
+from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.sensitive import SensitiveSets, certified_sets, interval_targets
 
 Ids = npt.NDArray[np.int64]
@@ -137,3 +138,32 @@ def test_unknown_true_values_are_left_to_the_lp() -> None:
         sets, Cells(counts), released, np.arange(4, dtype=np.int64), np.arange(4), (0.0, 10.0)
     )
     assert certified.tolist() == [False, False, True, True]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
+    """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(5, 25))
+    bounds = (0.0, float(rng.choice([1.0, 60.0])))
+    counts = rng.integers(1, 4, size=n).astype(np.int64)
+    values = rng.uniform(bounds[0], bounds[1], size=n) * counts * (rng.random(n) < 0.6)
+    released: list[tuple[BitMap, float]] = []
+    for _ in range(int(rng.integers(1, 7))):
+        members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
+        if members.size:
+            released.append((BitMap(members.tolist()), float(values[members].sum())))
+    if not released:
+        return
+    reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
+    slot, atom = atoms_of(released, reach, n)
+    intervals = AtomIntervals(released, slot, atom, counts[reach].astype(np.float64), bounds)
+    for row in reach.tolist():
+        a = int(atom[slot[row]])
+        low_atom, high_atom = intervals.interval(a)
+        assert low_atom is not None and high_atom is not None
+        rest = intervals.rows(a) - counts[row]
+        high = min(bounds[1] * counts[row], high_atom - bounds[0] * rest)
+        low = max(bounds[0] * counts[row], low_atom - bounds[1] * rest)
+        want_low, want_high = _lp_interval(counts, released, np.array([row]), bounds)
+        assert low == pytest.approx(want_low, abs=1e-6) and high == pytest.approx(want_high, abs=1e-6)

@@ -1,0 +1,101 @@
+"""Feasibility intervals by atoms: the exact LP of the sensitive-set check, made small.
+
+Rows that lie in exactly the same released sets (an *atom* of the reach) are
+interchangeable for every released SUM, so the row LP of ``intervals.feasible_interval``
+(one variable per audit row, thousands on a table of many dimensions) has the same
+answer as an LP over atom totals T_a in [lo n_a, hi n_a] with one equation per released
+SUM. For a set F inside one atom A, whatever the other atoms do,
+
+    max F = min(hi n_F, max T_A - lo n_(A minus F)),
+    min F = max(lo n_F, min T_A - hi n_(A minus F)),
+
+because any T_A in its feasible range can be split between F and the rest of A within
+their boxes. So one pair of small LPs per atom serves every flagged cell in it: the
+check can afford the cells the feasible-point certificate (``sensitive.certified_sets``)
+leaves open, where an LP over rows per cell was out of reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+
+from guard.history.rowsets import as_row_ids
+
+__all__ = ["AtomIntervals", "atoms_of"]
+
+Ids = npt.NDArray[np.int64]
+
+
+def atoms_of(after: Sequence[tuple[BitMap, float]], reach: Ids, size: int) -> tuple[Ids, Ids]:
+    """(slot, atom): ``slot[i]`` is audit row i's position in ``reach`` (-1 outside it),
+    ``atom[j]`` the atom of reach position j (0 .. atoms - 1)."""
+    slot = np.full(size, -1, dtype=np.int64)
+    slot[reach] = np.arange(reach.size)
+    # two random 64-bit weights per released set: rows with equal sums are in the same
+    # atom (a false merge has probability about (rows / 2**64)**2 per pair of atoms)
+    rng = np.random.default_rng()
+    signature = np.zeros((reach.size, 2), dtype=np.uint64)
+    for members, _ in after:
+        weights = rng.integers(1, np.iinfo(np.int64).max, size=2, dtype=np.int64).astype(np.uint64)
+        signature[slot[as_row_ids(members)]] += weights
+    if not reach.size:
+        return slot, np.zeros(0, dtype=np.int64)
+    _, atom = np.unique(signature, axis=0, return_inverse=True)
+    return slot, atom.reshape(-1).astype(np.int64)
+
+
+class AtomIntervals:
+    """[min, max] of each atom's total given the released SUMs and the row bounds."""
+
+    def __init__(
+        self,
+        after: Sequence[tuple[BitMap, float]],
+        slot: Ids,
+        atom: Ids,
+        rows: npt.NDArray[np.float64],
+        bounds: tuple[float, float],
+    ) -> None:
+        count = int(atom.max()) + 1 if atom.size else 0
+        self._rows = np.bincount(atom, weights=rows, minlength=count)
+        lines, columns = [], []
+        for i, (members, _) in enumerate(after):
+            inside = np.unique(atom[slot[as_row_ids(members)]])
+            lines.append(np.full(inside.size, i, dtype=np.int64))
+            columns.append(inside)
+        line = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
+        column = np.concatenate(columns) if columns else np.zeros(0, dtype=np.int64)
+        self._matrix = csr_matrix((np.ones(line.size), (line, column)), shape=(len(after), count))
+        self._totals = np.asarray([v for _, v in after], dtype=np.float64)
+        self._box = np.column_stack([self._rows * bounds[0], self._rows * bounds[1]])
+        self._found: dict[int, tuple[float | None, float | None]] = {}
+
+    @property
+    def solved(self) -> int:
+        """Atoms bounded so far (the caller's budget)."""
+        return len(self._found)
+
+    def known(self, atom: int) -> bool:
+        return atom in self._found
+
+    def rows(self, atom: int) -> float:
+        return float(self._rows[atom])
+
+    def interval(self, atom: int) -> tuple[float | None, float | None]:
+        """None sides when the LP fails (numerically): the caller cannot vouch for it."""
+        if atom not in self._found:
+            objective = np.zeros(self._rows.size)
+            objective[atom] = 1.0
+            ends: list[float | None] = []
+            for sign in (1.0, -1.0):
+                solved = linprog(
+                    sign * objective, A_eq=self._matrix, b_eq=self._totals, bounds=self._box, method="highs"
+                )
+                ends.append(sign * float(solved.fun) if solved.status == 0 else None)
+            self._found[atom] = (ends[0], ends[1])
+        return self._found[atom]
