@@ -33,7 +33,7 @@ from guard.protection.linking import Linker
 from guard.protection.sensitivity import sensitive_rows
 from guard.query.front import FrontResult, Trace, read_query
 from guard.query.parameters import Parameter
-from guard.query.shape import QueryShape
+from guard.query.shape import OutputKind, QueryShape
 from guard.result import ProtectedResult
 from guard.rules import depth
 from guard.state.recorder import Recorder, RequestFacts
@@ -169,7 +169,7 @@ class Guard:
             linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
-            result = result.withholding(screened.withheld, screened.notes)
+            result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             releases = self.linker.new_releases(decision.releases, info, who.name)
             self.recorder.answered(request.facts(), result, releases, history=screened.write)  # 7 record
             self.linker.committed(decision.releases, info, who.name)
@@ -184,9 +184,15 @@ class Guard:
         prepared = self.noise.measure(front.shape, front.table, info, self.backend.execute, capabilities)
         with self._release_lock:
             release = self.noise.release(prepared, info, who)  # 6 budget check, noise
-            log_id = self.recorder.answered(request.facts(), release.result, noise=release.write)  # 7
+            result = self._answered(front, release.result)
+            log_id = self.recorder.answered(request.facts(), result, noise=release.write)  # 7
             self.noise.committed(release, log_id)
-        return release.result  # 8 answer
+        return result  # 8 answer
+
+    def _answered(self, front: FrontResult, result: ProtectedResult) -> ProtectedResult:
+        """The answer, saying which of its columns are aggregates (for flag columns)."""
+        outputs = front.shape.outputs
+        return result.with_aggregates(i for i, o in enumerate(outputs) if o.kind is OutputKind.AGGREGATE)
 
     def explain(self, sql: str, analyst: str) -> Explanation:
         """What :meth:`query` would withhold and why, for data stewards: each withheld

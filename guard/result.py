@@ -17,7 +17,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Flag", "ProtectedResult", "ReadOnlyList"]
+__all__ = ["FLAG_SUFFIX", "Flag", "ProtectedResult", "ReadOnlyList"]
+
+#: the name of an aggregate column's flag column is the column's label with this suffix
+FLAG_SUFFIX = "_flag"
 
 
 class Flag(Enum):
@@ -56,13 +59,17 @@ class ProtectedResult:
     Flags are the values of :class:`Flag` (``"released"``, ``"suppressed"``,
     ``"noised"``); group-key cells are always ``"released"``. ``notes`` explain what
     protection did, in words that never contain a withheld value. Every list is
-    read-only (:class:`ReadOnlyList`).
+    read-only (:class:`ReadOnlyList`). ``aggregates`` are the positions of the columns
+    that hold aggregates (the others are group keys and GROUPING() outputs); None when
+    whoever built the answer did not say, which :meth:`with_flag_columns` reads as every
+    column.
     """
 
     columns: list[str]
     rows: list[list[Any]]
     flags: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    aggregates: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # frozen: the fields are set once, here, as read-only copies
@@ -70,6 +77,8 @@ class ProtectedResult:
         object.__setattr__(self, "rows", _frozen_rows(self.rows))
         object.__setattr__(self, "flags", _frozen_rows(self.flags))
         object.__setattr__(self, "notes", ReadOnlyList(self.notes))
+        if self.aggregates is not None:
+            object.__setattr__(self, "aggregates", tuple(self.aggregates))
 
     def withholding(self, cells: Iterable[tuple[int, int]], notes: Sequence[str] = ()) -> ProtectedResult:
         """A copy with the values at ``cells`` (row, column) withheld (None, flagged
@@ -88,7 +97,56 @@ class ProtectedResult:
             [suppressed if c in hidden.get(r, ()) else f for c, f in enumerate(row)]
             for r, row in enumerate(self.flags)
         ]
-        return ProtectedResult(list(self.columns), rows, flags, [*self.notes, *notes])
+        return ProtectedResult(list(self.columns), rows, flags, [*self.notes, *notes], self.aggregates)
+
+    def with_aggregates(self, positions: Iterable[int]) -> ProtectedResult:
+        """A copy that knows which columns hold aggregates (``positions``, 0-based)."""
+        return ProtectedResult(
+            list(self.columns), self.rows, self.flags, list(self.notes), tuple(sorted(set(positions)))
+        )
+
+    def with_flag_columns(self) -> ProtectedResult:
+        """A copy with a text column ``<label>_flag`` after each aggregate column, holding
+        that value's :class:`Flag` (``released``, ``suppressed`` or ``noised``), so that a
+        tabular client, which drops notes and flags, can tell a withheld value (NULL,
+        ``suppressed``) from a NULL that was released. The flag columns' own cells are
+        released; the copy's ``aggregates`` are the same columns, at their new positions.
+        """
+        flagged = set(range(len(self.columns)) if self.aggregates is None else self.aggregates)
+        if not flagged:
+            return self
+        columns: list[str] = []
+        aggregates: list[int] = []
+        for i, name in enumerate(self.columns):
+            if i in flagged:
+                aggregates.append(len(columns))
+            columns.append(name)
+            if i in flagged:
+                columns.append(f"{name}{FLAG_SUFFIX}")
+        released = Flag.RELEASED.value
+        rows: list[list[Any]] = []
+        flags: list[list[str]] = []
+        for row, row_flags in zip(self.rows, self.flags, strict=True):
+            values: list[Any] = []
+            cell_flags: list[str] = []
+            for i, (value, flag) in enumerate(zip(row, row_flags, strict=True)):
+                values.append(value)
+                cell_flags.append(flag)
+                if i in flagged:
+                    values.append(flag)
+                    cell_flags.append(released)
+            rows.append(values)
+            flags.append(cell_flags)
+        return ProtectedResult(columns, rows, flags, list(self.notes), tuple(aggregates))
+
+    @property
+    def nothing_released(self) -> bool:
+        """True when the answer has aggregate values and every one of them is withheld
+        (an answer without rows, or without aggregate columns, releases no value but
+        withholds none either)."""
+        columns = range(len(self.columns)) if self.aggregates is None else self.aggregates
+        cells = [row[c] for row in self.flags for c in columns]
+        return bool(cells) and all(flag == Flag.SUPPRESSED.value for flag in cells)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,10 +160,16 @@ class ProtectedResult:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
-    def to_pandas(self) -> pd.DataFrame:
-        """The rows as a DataFrame (withheld cells are missing values); flags in ``.attrs``."""
+    def to_pandas(self, flags: bool = False) -> pd.DataFrame:
+        """The rows as a DataFrame (withheld cells are missing values); flags in ``.attrs``.
+
+        ``flags``: add a text column ``<label>_flag`` after each aggregate column
+        (:meth:`with_flag_columns`), so the flags travel with the frame itself.
+        """
         import pandas as pd
 
+        if flags:
+            return self.with_flag_columns().to_pandas()
         frame = pd.DataFrame(self.rows, columns=self.columns)
         frame.attrs["flags"] = [list(row) for row in self.flags]
         frame.attrs["notes"] = list(self.notes)
