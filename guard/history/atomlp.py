@@ -17,17 +17,41 @@ leaves open, where an LP over rows per cell was out of reach.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 
+import highspy
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix
 
 from guard.history.rowsets import as_row_ids
 
 __all__ = ["AtomIntervals", "atoms_of"]
+
+
+def _first_highs() -> None:
+    """HiGHS prints a banner on the C stdout when its first model is made, whatever the
+    options: make that one at import, with stdout pointed at /dev/null, so no answer
+    (``guard query`` writes answers to stdout) ever carries it."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no stdout to protect (a daemon's closed fd 1)
+        highspy.Highs()  # type: ignore[no-untyped-call]
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()  # type: ignore[no-untyped-call]
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+_first_highs()
 
 Ids = npt.NDArray[np.int64]
 
@@ -51,7 +75,10 @@ def atoms_of(after: Sequence[tuple[BitMap, float]], reach: Ids, size: int) -> tu
 
 
 class AtomIntervals:
-    """[min, max] of each atom's total given the released SUMs and the row bounds."""
+    """[min, max] of each atom's total given the released SUMs and the row bounds.
+
+    One HiGHS model per decision: each atom's bounds change only the objective, so every
+    solve after the first starts from the previous basis (a few pivots, not a new LP)."""
 
     def __init__(
         self,
@@ -70,9 +97,22 @@ class AtomIntervals:
             columns.append(inside)
         line = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
         column = np.concatenate(columns) if columns else np.zeros(0, dtype=np.int64)
-        self._matrix = csr_matrix((np.ones(line.size), (line, column)), shape=(len(after), count))
-        self._totals = np.asarray([v for _, v in after], dtype=np.float64)
-        self._box = np.column_stack([self._rows * bounds[0], self._rows * bounds[1]])
+        matrix = csc_matrix((np.ones(line.size), (line, column)), shape=(len(after), count))
+        totals = np.asarray([v for _, v in after], dtype=np.float64)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = count, len(after)
+        lp.col_cost_ = np.zeros(count)
+        lp.col_lower_ = np.asarray(self._rows * bounds[0], dtype=np.float64)
+        lp.col_upper_ = np.asarray(self._rows * bounds[1], dtype=np.float64)
+        lp.row_lower_ = totals
+        lp.row_upper_ = totals
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = matrix.indptr
+        lp.a_matrix_.index_ = matrix.indices
+        lp.a_matrix_.value_ = matrix.data
+        self._highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
+        self._highs.setOptionValue("output_flag", False)
+        self._highs.passModel(lp)
         self._found: dict[int, tuple[float | None, float | None]] = {}
 
     @property
@@ -89,13 +129,14 @@ class AtomIntervals:
     def interval(self, atom: int) -> tuple[float | None, float | None]:
         """None sides when the LP fails (numerically): the caller cannot vouch for it."""
         if atom not in self._found:
-            objective = np.zeros(self._rows.size)
-            objective[atom] = 1.0
+            highs = self._highs
+            highs.changeColCost(atom, 1.0)
             ends: list[float | None] = []
-            for sign in (1.0, -1.0):
-                solved = linprog(
-                    sign * objective, A_eq=self._matrix, b_eq=self._totals, bounds=self._box, method="highs"
-                )
-                ends.append(sign * float(solved.fun) if solved.status == 0 else None)
+            for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
+                highs.changeObjectiveSense(sense)
+                highs.run()
+                optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
+            highs.changeColCost(atom, 0.0)
             self._found[atom] = (ends[0], ends[1])
         return self._found[atom]

@@ -110,7 +110,7 @@ def sensitive_sets(
 #: sensitive sets one decision may bound by LP; more in the candidate's reach withholds it
 MAX_INTERVAL_SETS = 32
 #: atoms whose total one decision may bound by LP (``atomlp.py``; two small LPs each)
-MAX_ATOM_INTERVALS = 32
+MAX_ATOM_INTERVALS = 100
 
 
 def protects_sensitive_sets(
