@@ -32,6 +32,7 @@ from guard.protection.explain import Explanation, explain_decision
 from guard.protection.linking import Linker
 from guard.protection.sensitivity import sensitive_rows
 from guard.query.front import FrontResult, Trace, read_query
+from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
 from guard.query.shape import OutputKind, QueryShape
 from guard.result import ProtectedResult
@@ -190,7 +191,11 @@ class Guard:
         return result  # 8 answer
 
     def _answered(self, front: FrontResult, result: ProtectedResult) -> ProtectedResult:
-        """The answer, saying which of its columns are aggregates (for flag columns)."""
+        """The answer as the analyst asked it: a list of values keeps the values whose
+        count is released and drops the count; any other answer says which of its
+        columns are aggregates (for flag columns)."""
+        if front.listing is not None:
+            return listed_answer(result, front.listing, self.policy.protection.min_query_set_size)
         outputs = front.shape.outputs
         return result.with_aggregates(i for i, o in enumerate(outputs) if o.kind is OutputKind.AGGREGATE)
 

@@ -27,18 +27,23 @@ _WITHHELD = Flag.SUPPRESSED.value
 
 
 def published_cells(
-    shape: QueryShape, answer: Answer, cells: Collection[CellKey]
+    shape: QueryShape, answer: Answer, cells: Collection[CellKey], listed: bool = False
 ) -> Mapping[CellKey, frozenset[int]] | None:
     """Per published cell: the indexes (into ``shape.aggregates``) of its released values.
 
     ``cells`` are the cells of the query in the data (values ``normalized``). None when
-    the answer's rows cannot be matched to them.
+    the answer's rows cannot be matched to them. ``listed``: the answer is a list of
+    values asked as ``shape``, a COUNT(*) query whose count (its last output) was not
+    sent: each listed value's count counts as released, as the guard recorded it.
     """
-    matched = row_cells(shape, answer.rows, cells)
+    matched = row_cells(shape, answer.rows, cells, listed)
     if matched is None:
         return None
     published: dict[CellKey, frozenset[int]] = {}
     for cell, row, flags in zip(matched, answer.rows, answer.flags, strict=True):
+        if listed:
+            published[cell] = frozenset(range(len(shape.aggregates)))
+            continue
         released = frozenset(
             output.index
             for position, output in enumerate(shape.outputs)
@@ -51,11 +56,12 @@ def published_cells(
 
 
 def row_cells(
-    shape: QueryShape, rows: Sequence[Sequence[Any]], cells: Collection[CellKey]
+    shape: QueryShape, rows: Sequence[Sequence[Any]], cells: Collection[CellKey], listed: bool = False
 ) -> list[CellKey] | None:
     """The cell of each answer row, among ``cells`` (values ``normalized``); None when a
-    row cannot be matched to exactly one of them."""
-    width = len(shape.outputs)
+    row cannot be matched to exactly one of them. ``listed``: rows without the last
+    output (a list of values, see :func:`published_cells`)."""
+    width = len(shape.outputs) - (1 if listed else 0)
     key_at: dict[int, int] = {}
     grouping_at: dict[int, int] = {}
     for position, output in enumerate(shape.outputs):

@@ -89,7 +89,11 @@ class GuardCells:
         table, shape = front.table, front.shape
         info = self._backend.table_info(table.name)
         notes: list[str] = []
-        if entry.answer is None and (shape.limit is not None or shape.offset):
+        listing = front.listing
+        limited = shape.limit is not None or shape.offset > 0
+        if listing is not None:  # a list of values is judged whole, then cut
+            limited = listing.limit is not None or listing.offset > 0
+        if entry.answer is None and limited:
             notes.append(
                 "LIMIT/OFFSET: every cell counted as released (the log does not say which were sent)"
             )
@@ -100,7 +104,8 @@ class GuardCells:
             )
         found = self._read(shape)
         if entry.answer is not None:
-            published = published_cells(shape, entry.answer, {key for key, _ in found})
+            keys = {key for key, _ in found}
+            published = published_cells(shape, entry.answer, keys, listed=listing is not None)
             if published is None:
                 notes.append(
                     "the logged answer could not be matched to cells: every cell counted as released"

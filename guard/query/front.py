@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from guard.policy.model import Analyst, Policy, Table
 from guard.query.analyze import analyze
+from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
 from guard.query.parse import DIALECT, parse
 from guard.query.shape import QueryShape
@@ -32,6 +33,14 @@ class FrontResult:
     #: the statement with its parameters bound as literals (from the tree), or None when
     #: there were no parameters and the text itself is what was asked
     bound_sql: str | None
+    #: a list of a dimension's values, asked as the COUNT(*) query ``shape`` describes
+    #: (its count is the last output, never answered): see :mod:`guard.query.listing`
+    listing: Listing | None = None
+
+    @property
+    def answered_outputs(self) -> int:
+        """How many of ``shape.outputs`` the answer has (a listing's count is not one)."""
+        return self.listing.columns if self.listing is not None else len(self.shape.outputs)
 
 
 @dataclass
@@ -73,8 +82,13 @@ def read_query(
     bound = tree.sql(dialect=DIALECT) if parameters is not None else None
     if trace is not None:
         trace.bound_sql = bound
+    tree, listing = as_count_query(tree)  # a list of values is asked as its COUNT(*) query
     select, table = validate(tree, visible_tables(policy, analyst))
     if trace is not None:
         trace.table = table
+    if listing is not None:
+        check_listable(select, listing, table)
     shape = analyze(select, table, column_types(table.name), policy.limits)
-    return FrontResult(table, shape, bound)
+    if listing is not None:
+        shape, listing = listing.detach(shape)
+    return FrontResult(table, shape, bound, listing)

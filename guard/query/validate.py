@@ -107,7 +107,10 @@ def validate(tree: exp.Expr, tables: tuple[Table, ...]) -> tuple[exp.Select, Tab
     if tree.args.get("with_") is not None or tree.args.get("with") is not None:
         raise QueryRejected("WITH (common table expressions) is not allowed: query one table directly")
     if tree.args.get("distinct") is not None:
-        raise QueryRejected("SELECT DISTINCT is not allowed: select aggregates, grouped by dimensions")
+        raise QueryRejected(
+            "SELECT DISTINCT with aggregates is not allowed: group by dimensions instead; to list "
+            "a dimension's values, write SELECT DISTINCT dimension FROM table"
+        )
     table = _from_table(tree, tables)
     _no_forbidden_nodes(tree)
     _no_other_clauses(tree)

@@ -309,3 +309,24 @@ GROUP BY "public"."students"."major" ORDER BY "public"."students"."major" ASC
 -- rows: 2
 SELECT s.major, SUM(students.income) FROM public.students AS s WHERE statguard.public.students.class > 1900 GROUP BY s.major
 
+-- ## lists of values: asked as COUNT(*) grouped by the columns; values whose count is withheld are left out
+
+-- case: every major is held by at least k=3 students
+-- rows: 2
+SELECT DISTINCT major FROM students
+
+-- case: GROUP BY without an aggregate lists values too
+-- rows: 2
+SELECT major FROM students GROUP BY major
+
+-- case: classes 1979, 1980 and 1981 have fewer than k=3 students: only 1978 is listed
+-- rows: 1
+SELECT DISTINCT class FROM students
+
+-- case: WHERE on dimensions, ORDER BY and LIMIT apply to the listed values
+-- rows: 1
+SELECT DISTINCT major AS m FROM students WHERE sex = 'Male' ORDER BY m DESC LIMIT 1
+
+-- case: combinations of values
+-- rows: 2
+SELECT DISTINCT sex, major FROM students ORDER BY 1, 2

@@ -13,7 +13,10 @@
 -- ## output that is not an aggregate
 
 -- expect: the output has no aggregate
-SELECT major FROM students GROUP BY major
+SELECT major, GROUPING(major) FROM students GROUP BY major
+
+-- expect: column 'major' must appear in GROUP BY
+SELECT major FROM students GROUP BY sex
 
 -- expect: column 'sex' must appear in GROUP BY or inside an aggregate
 SELECT sex FROM students
@@ -540,7 +543,7 @@ SELECT COUNT(*) FROM students WHERE class = :year
 -- expect: measure 'income' cannot be output row by row: aggregate it, e.g. SUM(income) or AVG(income)
 SELECT income FROM students
 
--- expect: measure 'income' cannot be output row by row
+-- expect: measure 'income' cannot be listed
 SELECT major, income FROM students GROUP BY major
 
 -- expect: measure 'income' cannot be used in GROUP BY
@@ -618,11 +621,52 @@ SELECT major, COUNT(*) FROM students GROUP BY major HAVING SUM(income) > 200000
 -- expect: QUALIFY is not allowed
 SELECT major, COUNT(*) FROM students GROUP BY major QUALIFY COUNT(*) > 3
 
--- expect: SELECT DISTINCT is not allowed
-SELECT DISTINCT major FROM students
-
--- expect: SELECT DISTINCT is not allowed
+-- expect: SELECT DISTINCT with aggregates is not allowed
 SELECT DISTINCT COUNT(*) FROM students
+
+-- expect: SELECT DISTINCT with aggregates is not allowed
+SELECT DISTINCT major, COUNT(*) FROM students GROUP BY major
+
+-- ## lists of values (SELECT DISTINCT d, or GROUP BY d without an aggregate)
+
+-- expect: measure 'income' cannot be listed: its values are confidential
+SELECT DISTINCT income FROM students
+
+-- expect: measure 'income' cannot be listed
+SELECT major, income FROM students GROUP BY major, income
+
+-- expect: identifies respondents
+SELECT DISTINCT name FROM students
+
+-- expect: a list of values selects dimension columns only
+SELECT DISTINCT lower(major) FROM students
+
+-- expect: a list of values selects dimension columns only
+SELECT 1 FROM students GROUP BY major
+
+-- expect: SELECT DISTINCT ON (...) is not allowed
+SELECT DISTINCT ON (major) major FROM students
+
+-- expect: SELECT DISTINCT with GROUP BY is not allowed
+SELECT DISTINCT major FROM students GROUP BY major
+
+-- expect: ROLLUP, CUBE and GROUPING SETS are not allowed in a list of values
+SELECT major FROM students GROUP BY ROLLUP (major)
+
+-- expect: ORDER BY COUNT(*) is not allowed: order a list of values by its columns
+SELECT major FROM students GROUP BY major ORDER BY COUNT(*)
+
+-- expect: ORDER BY 2: there is no listed column at that position
+SELECT DISTINCT major FROM students ORDER BY 2
+
+-- expect: ORDER BY statguard_listed_rows is not allowed
+SELECT DISTINCT major FROM students ORDER BY statguard_listed_rows
+
+-- expect: ORDER BY sex: order by an output column
+SELECT DISTINCT major FROM students ORDER BY sex
+
+-- expect: measure 'income' cannot be used in WHERE
+SELECT DISTINCT major FROM students WHERE income > 1000
 
 -- ## ROLLUP, CUBE, GROUPING SETS and GROUPING() (the accepted forms are in accepted.sql)
 
