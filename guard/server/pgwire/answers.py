@@ -147,10 +147,15 @@ class Answerer:
 
     # --- the work itself (runs on the pool) -------------------------------------------
 
-    def guard_answer(self, analyst: str, sql: str, parameters: Sequence[Parameter] | None) -> Answer:
+    def guard_answer(
+        self, analyst: str, sql: str, parameters: Sequence[Parameter] | None, flags: bool = False
+    ) -> Answer:
+        """The guard's answer; ``flags``: with a flag column after each aggregate column."""
         result = self.guard.query(sql, analyst, parameters)
+        if flags:
+            result = result.with_flag_columns()
         try:
-            columns = guard_columns(self.guard, analyst, sql, parameters)
+            columns = guard_columns(self.guard, analyst, sql, parameters, flags)
         except Exception:  # the answer exists: never lose it to a description
             log.exception("could not derive column types from the query shape; reading them off the values")
             columns = ()

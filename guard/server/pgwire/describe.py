@@ -9,7 +9,8 @@ types and the table's protection mode:
 - COUNT is int8;
 - SUM is what the engine's SUM gives (HUGEINT/DECIMAL: numeric, DOUBLE: float8), and
   float8 under noise (a noisy sum is a real number);
-- AVG is float8 (the engine averages as DOUBLE, and so does the noise mechanism).
+- AVG is float8 (the engine averages as DOUBLE, and so does the noise mechanism);
+- a flag column (session setting ``statguard.flags``) is text.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from guard.query.front import read_query
 from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
 from guard.query.shape import AggFunc, OutputKind, QueryShape
+from guard.result import FLAG_SUFFIX
 from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
 
 __all__ = ["ResultColumn", "dummy_parameters", "guard_columns", "infer_parameter_types", "value_columns"]
@@ -41,9 +43,13 @@ class ResultColumn:
 
 
 def guard_columns(
-    guard: Guard, analyst: str, sql: str, parameters: Sequence[Parameter] | None
+    guard: Guard, analyst: str, sql: str, parameters: Sequence[Parameter] | None, flags: bool = False
 ) -> tuple[ResultColumn, ...]:
     """The columns :meth:`Guard.query` answers ``sql`` with, from stages 1-3 only.
+
+    ``flags``: with a text column ``<label>_flag`` after each aggregate column, as
+    :meth:`~guard.result.ProtectedResult.with_flag_columns` adds them. A list of values
+    has its listed columns only (the count it is asked with is never answered).
 
     Raises:
         GuardError: what the guard's parse, validate or analyze stage raises.
@@ -56,9 +62,13 @@ def guard_columns(
     shape, table = front.shape, front.table
     types = guard.backend.table_info(table.name).types
     noised = policy.noise_mode(table, who, shape.summed) is NoiseMode.NOISE
-    return tuple(
-        ResultColumn(o.name, _output_type(shape, o.kind, o.index, types, noised)) for o in shape.outputs
-    )
+    columns: list[ResultColumn] = []
+    for output in shape.outputs[: front.answered_outputs]:
+        kind = _output_type(shape, output.kind, output.index, types, noised)
+        columns.append(ResultColumn(output.name, kind))
+        if flags and output.kind is OutputKind.AGGREGATE:
+            columns.append(ResultColumn(f"{output.name}{FLAG_SUFFIX}", by_name("text")))
+    return tuple(columns)
 
 
 def _output_type(

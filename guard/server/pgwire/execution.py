@@ -113,9 +113,9 @@ class StatementRunner:
         plan = prepared.plan
         if isinstance(plan, GuardPlan):
             # no values: None, so that the guard logs the text as sent, not re-generated
-            sql, values = plan.sql, list(parameters) if parameters else None
+            sql, values, flags = plan.sql, list(parameters) if parameters else None, self.settings.flags
             answer = await self.answerer.call(
-                ticket, lambda: self.answerer.guard_answer(self.analyst, sql, values)
+                ticket, lambda: self.answerer.guard_answer(self.analyst, sql, values, flags)
             )
             notices = [messages.notice_response(note) for note in answer.notes]
             return Outcome(answer.tag, answer.columns, answer.rows, notices)

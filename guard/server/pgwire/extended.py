@@ -230,10 +230,10 @@ class ExtendedProtocol:
         if plan is None:
             columns = runner.static_columns(prepared)
         elif isinstance(plan, GuardPlan):
-            answerer, sql = runner.answerer, plan.sql
+            answerer, sql, flags = runner.answerer, plan.sql, runner.settings.flags
             dummies = dummy_parameters(statement.parameter_types) if statement.parameter_types else None
             columns = await answerer.call(
-                self._ticket(), lambda: guard_columns(answerer.guard, runner.analyst, sql, dummies)
+                self._ticket(), lambda: guard_columns(answerer.guard, runner.analyst, sql, dummies, flags)
             )
         else:
             catalog_plan, count = plan, len(statement.parameter_types)

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.sqlstate import SqlError
 
-__all__ = ["SERVER_VERSION", "SERVER_VERSION_NUM", "SETTINGS", "SessionSettings", "Setting", "version_text"]
+__all__ = [
+    "FLAGS",
+    "SERVER_VERSION",
+    "SERVER_VERSION_NUM",
+    "SETTINGS",
+    "SessionSettings",
+    "Setting",
+    "version_text",
+]
 
 #: what clients parse: PostgreSQL 16 features and catalogs are what the endpoint emulates
 SERVER_VERSION = "16.0 (statguard)"
@@ -74,6 +82,22 @@ def _float_digits(value: str) -> str:
     )
 
 
+def _on_off(value: str) -> str:
+    """A boolean parameter, spelled as PostgreSQL accepts it (on/off, true/false, yes/no, 1/0)."""
+    word = value.strip().lower()
+    if word in ("on", "true", "yes", "1", "t", "y"):
+        return "on"
+    if word in ("off", "false", "no", "0", "f", "n"):
+        return "off"
+    raise SqlError(
+        sqlstate.INVALID_PARAMETER_VALUE, f'parameter "{FLAGS}" requires a Boolean value (on, off): "{value}"'
+    )
+
+
+#: the statguard setting that adds a flag column after each aggregate column
+FLAGS = "statguard.flags"
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -125,6 +149,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("block_size", "8192", settable=False),
     Setting("default_table_access_method", "heap", settable=False),
     Setting("password_encryption", "scram-sha-256", settable=False),
+    # statguard's own: on adds a text column <label>_flag (released, suppressed, noised)
+    # after each aggregate column, for clients that drop notices (BI tools, pandas)
+    Setting(FLAGS, "off", check=_on_off),
 )
 
 _BY_NAME = {s.name.lower(): s for s in SETTINGS}
@@ -172,6 +199,11 @@ class SessionSettings:
         new = declared.default if value is None else declared.check(value) if declared.check else value
         self._values[key] = new
         return (declared.name, new) if declared.reported else None
+
+    @property
+    def flags(self) -> bool:
+        """Whether answers carry a flag column after each aggregate (``statguard.flags``)."""
+        return self._values[FLAGS] == "on"
 
     def reported(self) -> Iterator[tuple[str, str]]:
         for setting in SETTINGS:
