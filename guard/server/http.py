@@ -157,10 +157,17 @@ def create_app(
             **_errors(400, 401, 403, 406, 408, 413, 422, 429, 500, 502),
         },
     )
-    def query(body: QueryRequest, who: Caller, request: Request) -> Response:
+    def query(
+        body: QueryRequest,
+        who: Caller,
+        request: Request,
+        flags: Annotated[bool, Query(description="same as the body's flags")] = False,
+    ) -> Response:
         """Answer one aggregate query, or say why not. The body is exactly
         ``ProtectedResult.to_json()``; with ``Accept: application/vnd.apache.arrow.stream``
-        the rows come as an Arrow IPC stream, flags and notes in the schema metadata."""
+        the rows come as an Arrow IPC stream, flags and notes in the schema metadata.
+        With ``flags`` (in the body or ``?flags=true``) each aggregate column is followed
+        by a text column ``<label>_flag``: released, suppressed or noised."""
         arrow = _accepts_arrow(request.headers.get("accept"))
         if arrow and not arrow_available():
             # said before the query runs: an answer computed and logged but not sent
@@ -179,6 +186,8 @@ def create_app(
                 f"{limits.max_sql_length} (guard serve --max-sql-length): send a shorter query",
             )
         result = guard.query(body.sql, who.name, body.parameters)
+        if body.flags or flags:
+            result = result.with_flag_columns()
         if arrow:
             return Response(arrow_stream(result), media_type=ARROW_STREAM, headers=_PRIVATE)
         return Response(result.to_json(), media_type="application/json", headers=_PRIVATE)

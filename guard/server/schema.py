@@ -44,6 +44,11 @@ class QueryRequest(BaseModel):
         default=None,
         description="Values bound to $1, $2, ... (or ?) as literals, never spliced into the text.",
     )
+    flags: bool = Field(
+        default=False,
+        description="Add a text column <label>_flag after each aggregate column, holding its flag "
+        "(released, suppressed or noised), for tabular clients; also ?flags=true.",
+    )
 
 
 class Answer(BaseModel):
