@@ -1,6 +1,7 @@
 """``guard``: the command line. Thin: every command calls the library.
 
-Exit codes: 0 answered, 3 rejected or refused, 2 usage, policy or state error.
+Exit codes: 0 answered, 3 rejected or refused, 4 answered with every value withheld
+(``guard query``), 2 usage, policy or state error.
 """
 
 from __future__ import annotations
@@ -28,13 +29,20 @@ from guard.policy.model import NARROW_MEASURE_RANGE, NoiseMode, Policy, Role
 from guard.policy.model import Table as PolicyTable
 from guard.state.store import StateStore
 
-__all__ = ["main"]
+__all__ = ["NOTHING_RELEASED", "main"]
+
+#: the exit code of ``guard query`` when an answer withholds every value it has
+NOTHING_RELEASED = 4
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="statguard")
 def main() -> None:
-    """statguard: aggregate SQL in, protected aggregates out."""
+    """statguard: aggregate SQL in, protected aggregates out.
+
+    Exit codes: 0 answered, 3 rejected or refused, 4 answered with every value withheld
+    (guard query), 2 usage, policy or state error.
+    """
 
 
 @main.command()
@@ -43,13 +51,33 @@ def main() -> None:
 @_STATE
 @_BACKEND
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--flags",
+    is_flag=True,
+    help="Add a column <label>_flag after each aggregate column: released, suppressed or noised.",
+)
 @click.argument("sql")
 @_guarded
-def query(policy: Path, analyst: str, state: Path | None, backend: str | None, fmt: str, sql: str) -> None:
-    """Answer one aggregate SQL query for ANALYST, or say why not."""
+def query(
+    policy: Path, analyst: str, state: Path | None, backend: str | None, fmt: str, flags: bool, sql: str
+) -> None:
+    """Answer one aggregate SQL query for ANALYST, or say why not.
+
+    Exit codes: 0 answered; 4 answered, but every value is withheld (a warning on
+    stderr says so); 3 rejected or refused; 2 usage, policy or state error.
+    """
     with Guard.open(policy, state=state, backend=backend) as guard:
         result = guard.query(sql, analyst=analyst)
-    render_result(result, fmt, _stdout(), _stderr())
+    err = _stderr()
+    render_result(result.with_flag_columns() if flags else result, fmt, _stdout(), err)
+    if result.nothing_released:
+        err.print(
+            "warning: every value of this answer is withheld: nothing was released "
+            f"(exit code {NOTHING_RELEASED}); the notes say why",
+            markup=False,
+            highlight=False,
+        )
+        sys.exit(NOTHING_RELEASED)
 
 
 @main.command()
