@@ -49,6 +49,8 @@ __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 
 #: small basis positions whose exact rows one decision may read
 MAX_SMALL_POSITIONS = 400
+#: entries (positions x atoms) of the exact rows one decision may compute
+MAX_ROW_ENTRIES = 8_000_000
 #: bitmap intersections one decision may spend reading those rows
 MAX_ROW_WORK = 400_000
 #: small basis atoms one release may try to exchange for large ones
@@ -115,7 +117,9 @@ class GroupSearch:
         novelty = exposure.novelty()[positions]
         if not novelty.any():
             return _CLEAR  # phi = 0 on every combination: nothing new can be small
-        if positions.size > MAX_SMALL_POSITIONS:
+        if positions.size > MAX_SMALL_POSITIONS or positions.size * exposure.atom_count > MAX_ROW_ENTRIES:
+            # the exact rows are a dense positions x atoms matrix: past this size one
+            # decision takes seconds (measured: 17 s at rank 5,000 on 1M rows)
             return GroupFinding(GroupVerdict.EXHAUSTED)
         rows, work = exposure.rows_exactly(positions)
         if work > MAX_ROW_WORK:

@@ -165,3 +165,21 @@ def test_exchanging_basis_atoms_keeps_the_span(seed: int) -> None:
             assert swapped.implied(probe) == plain.implied(probe)
         assert {d.atom for d in swapped.determined()} == {d.atom for d in plain.determined()}
     assert exchanges > 5
+
+
+def test_exact_rows_over_their_budget_withhold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: when the exact rows would be too large, the verdict is EXHAUSTED
+    (the caller withholds), never CLEAR."""
+    import guard.history.groups as groups
+
+    units = np.arange(9)
+    auditor = SpanAuditor(np.arange(units.size))
+    search = GroupSearch(4, _units_of(units))
+    auditor.release(np.arange(0, 6))
+    # atoms {0,1,2}, {3,4,5}, {6,7,8} are all small (3 < 4 units), and no combination
+    # of the two sums is: the search must read the exact rows to say so
+    second = np.arange(3, 9)
+    monkeypatch.setattr(groups, "MAX_ROW_ENTRIES", 0)
+    assert _decide(auditor, search, second) is GroupVerdict.EXHAUSTED
+    monkeypatch.setattr(groups, "MAX_ROW_ENTRIES", 10**9)
+    assert _decide(auditor, search, second) is GroupVerdict.CLEAR
