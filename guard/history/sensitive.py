@@ -152,9 +152,10 @@ def protects_sensitive_sets(
     near = near[near >= 0]
     after = [*linked, (fresh, value)]
     if near.size:
-        near = near[~certified_sets(sets, cells, after, reach_ids, near, bounds)]
-    if near.size:
-        near = near[~_atom_proven(sets, cells, after, reach_ids, near, bounds)]
+        atoms = atoms_of(after, reach_ids, sets.values.size)
+        near = near[~certified_sets(sets, cells, after, reach_ids, near, bounds, atoms)]
+        if near.size:
+            near = near[~_atom_proven(sets, cells, after, reach_ids, near, bounds, atoms)]
     if near.size > MAX_INTERVAL_SETS:
         return False
     for number in near.tolist():
@@ -187,6 +188,7 @@ def certified_sets(
     reach: npt.NDArray[np.int64],
     near: npt.NDArray[np.int64],
     bounds: tuple[float, float],
+    atoms: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None,
 ) -> npt.NDArray[np.bool_]:
     """Per set of ``near``: whether a feasible point proves its interval wide enough, so
     that no LP is needed (most sets, on tables of many dimensions, where nearly every
@@ -199,13 +201,13 @@ def certified_sets(
     there is inside its feasible interval, and the interval reaches at least as far.
     Sets touching an atom with a row of unknown true value are left to the LP."""
     low_bound, high_bound = bounds
-    slot, atom = atoms_of(after, reach, sets.values.size)
+    slot, atom = atoms if atoms is not None else atoms_of(after, reach, sets.values.size)
     counts = cells.row_counts()[reach].astype(np.float64)
     true = sets.values[reach]
-    atoms = int(atom.max()) + 1 if atom.size else 0
-    atom_total = np.bincount(atom, weights=np.nan_to_num(true), minlength=atoms)
-    atom_unknown = np.bincount(atom, weights=np.isnan(true).astype(np.float64), minlength=atoms) > 0
-    atom_rows = np.bincount(atom, weights=counts, minlength=atoms)
+    atom_count = int(atom.max()) + 1 if atom.size else 0
+    atom_total = np.bincount(atom, weights=np.nan_to_num(true), minlength=atom_count)
+    atom_unknown = np.bincount(atom, weights=np.isnan(true).astype(np.float64), minlength=atom_count) > 0
+    atom_rows = np.bincount(atom, weights=counts, minlength=atom_count)
     out = np.zeros(near.size, dtype=bool)
     for i, number in enumerate(near.tolist()):
         members = sets.members[number]
@@ -236,11 +238,13 @@ def _atom_proven(
     reach: npt.NDArray[np.int64],
     near: npt.NDArray[np.int64],
     bounds: tuple[float, float],
+    atoms: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
 ) -> npt.NDArray[np.bool_]:
     """Per set of ``near`` lying in one atom of the reach: whether its exact interval
     (``atomlp.py``: one pair of small LPs per atom) reaches its targets. Sets over
-    several atoms, or whose LP fails, are left to the row LP."""
-    slot, atom = atoms_of(after, reach, sets.values.size)
+    several atoms, or whose LP fails, are left to the row LP. ``atoms``: (slot, atom) of
+    ``atomlp.atoms_of``, shared with the certificate."""
+    slot, atom = atoms
     counts = cells.row_counts()
     intervals = AtomIntervals(after, slot, atom, counts[reach].astype(np.float64), bounds)
     out = np.zeros(near.size, dtype=bool)
