@@ -24,8 +24,8 @@ def test_answers_are_flagged_noised_and_notes_state_scale_and_budget(dp: Guard) 
     assert result.flags == [["noised", "noised", "noised"]]
     notes = " | ".join(result.notes)
     assert "ε = 1 spent on this query" in notes and "ε = 9 of 10 left for analyst 'alice'" in notes
-    assert "count(*): noisy count (geometric), scale 4" in notes  # ε/4 over 4 statistics, Δ = 1
-    assert "sum(income): noisy sum (Laplace on a grid), scale" in notes
+    assert "count: noisy count (geometric), scale 4" in notes  # ε/4 over 4 statistics, Δ = 1
+    assert "sum: noisy sum (Laplace on a grid), scale" in notes
     assert "values clamped to [1000, 100000]" in notes
     # neither the true sum (33000) nor the true mean (3300)
     assert "33000" not in notes and "3300" not in notes
