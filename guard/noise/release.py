@@ -241,7 +241,13 @@ class Prepared:
             if aggregate.column is not None and aggregate.func is not AggFunc.COUNT:
                 low, high = config.bounds[aggregate.column]
                 clamp = f"; values clamped to [{_number(low)}, {_number(high)}]"
-            notes.append(f"{output.name}: {'; '.join(parts)}{clamp}")
+            # an unaliased column is labelled by its function alone (count, sum), which
+            # two columns may share: the note names the aggregate itself
+            label = aggregate.label
+            named = label if label.startswith(f"{output.name}(") else f"{output.name} ({label})"
+            if output.name == label:
+                named = label
+            notes.append(f"{named}: {'; '.join(parts)}{clamp}")
         for level in sorted(self.thresholds, key=len):
             if not any(self.levels[r] == level for r in range(len(self.levels))):
                 continue

@@ -24,8 +24,8 @@ def test_answers_are_flagged_noised_and_notes_state_scale_and_budget(dp: Guard) 
     assert result.flags == [["noised", "noised", "noised"]]
     notes = " | ".join(result.notes)
     assert "ε = 1 spent on this query" in notes and "ε = 9 of 10 left for analyst 'alice'" in notes
-    assert "count: noisy count (geometric), scale 4" in notes  # ε/4 over 4 statistics, Δ = 1
-    assert "sum: noisy sum (Laplace on a grid), scale" in notes
+    assert "count(*): noisy count (geometric), scale 4" in notes  # ε/4 over 4 statistics, Δ = 1
+    assert "sum(income): noisy sum (Laplace on a grid), scale" in notes
     assert "values clamped to [1000, 100000]" in notes
     # neither the true sum (33000) nor the true mean (3300)
     assert "33000" not in notes and "3300" not in notes
@@ -224,3 +224,14 @@ def test_charges_made_since_start_name_their_log_row_and_query(dp: Guard) -> Non
     [charge] = dp.budget("alice")["charges"]
     logged = dp.log(analyst="alice")[-1]
     assert charge["log_id"] == logged["id"] and charge["sql"] == ENFIELD
+
+
+def test_notes_name_the_aggregate_whatever_the_column_label(dp: Guard) -> None:
+    """Unaliased columns are labelled by their function (PostgreSQL's `sum`), which two
+    columns may share: each note names the aggregate, and an alias with it."""
+    sql = "SELECT SUM(income) AS total, AVG(income) FROM hospital WHERE town = 'Enfield'"
+    result = dp.query(sql, "alice")
+    assert result.columns == ["total", "avg"]
+    notes = " | ".join(result.notes)
+    assert "total (sum(income)): noisy sum" in notes
+    assert "avg(income): " in notes

@@ -378,7 +378,7 @@ def test_answer_keeps_earlier_notes_first_and_states_each_scale() -> None:
     p = prepared("SELECT COUNT(*), SUM(income) FROM hospital")
     result = p.answer(p.draw({}, InsecureSeededSource(4)), ["budget line"])
     assert result.notes[0] == "budget line"
-    assert any(n.startswith("count: noisy count (geometric), scale 2") for n in result.notes)
+    assert any(n.startswith("count(*): noisy count (geometric), scale 2") for n in result.notes)
     assert any("values clamped to [1000, 100000]" in n for n in result.notes)
     assert not any("shown only when" in n for n in result.notes)
 
