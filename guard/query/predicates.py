@@ -44,8 +44,91 @@ def where_predicates(select: exp.Select, scope: Scope, limits: Limits) -> tuple[
     where = select.args.get("where")
     if where is None:
         return ()
-    predicates = {p.sort_key(): p for p in (_predicate(c, scope, limits) for c in _conjuncts(where.this))}
+    found = [p for c in _conjuncts(where.this) for p in _predicates(c, scope, limits)]
+    predicates = {p.sort_key(): p for p in found}
     return tuple(predicates[key] for key in sorted(predicates))
+
+
+def _predicates(node: exp.Expr, scope: Scope, limits: Limits) -> list[Predicate]:
+    """The conjuncts one WHERE term stands for. OR between alternatives on one column
+    and NOT of a comparison are read as the equivalent positive forms (``x = 'a' OR x =
+    'b'`` is ``x IN ('a', 'b')``; ``NOT x IN ('a', 'b')`` is ``x <> 'a' AND x <> 'b'``;
+    ``NOT x < 5`` is ``x >= 5``; NULLs are excluded by both sides alike): the same rows
+    as a query already allowed, so nothing new can be asked. OR across columns and
+    negations with no positive form stay refused."""
+    node = node.unnest()
+    if isinstance(node, exp.Or):
+        return [_alternatives(node, scope, limits)]
+    if isinstance(node, exp.Not):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            return [Predicate(_bare_dimension(inner.this, scope).name, PredOp.IS_NOT_NULL)]
+        if isinstance(inner, exp.Not):
+            return _predicates(inner.this, scope, limits)
+        if isinstance(inner, exp.Or):  # NOT (a OR b) is NOT a AND NOT b
+            return [p for part in _disjuncts(inner) for p in _predicates(exp.Not(this=part), scope, limits)]
+        if isinstance(inner, exp.And | exp.Between | exp.Paren) or not _negatable(inner):
+            raise QueryRejected(_NOT_REFUSED)
+        return [n for p in _predicates(inner, scope, limits) for n in _negated(p)]
+    return [_predicate(node, scope, limits)]
+
+
+_OR_REFUSED = (
+    "OR is allowed only between alternatives on one column (major = 'EE' OR major = 'CS', "
+    "which is major IN ('EE', 'CS')): for other combinations ask separate queries"
+)
+_NOT_REFUSED = (
+    "NOT is allowed only before a comparison, IN or IS NULL: write the condition positively, "
+    "e.g. with <> or IN (...), or a range as two queries"
+)
+
+
+def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
+    node = node.unnest()
+    if isinstance(node, exp.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
+
+
+def _alternatives(node: exp.Or, scope: Scope, limits: Limits) -> Predicate:
+    """``x = a OR x IN (b, c)``: one IN over the union, else refused."""
+    alternatives = _disjuncts(node)
+    if any(isinstance(d, exp.And) for d in alternatives):
+        raise QueryRejected(_OR_REFUSED)  # (x = 1 AND x = 2) OR x = 3 is not an IN of all three
+    parts = [p for d in alternatives for p in _predicates(d, scope, limits)]
+    if any(p.op is not PredOp.IN for p in parts) or len({p.column for p in parts}) != 1:
+        raise QueryRejected(_OR_REFUSED)
+    values = {v for p in parts for v in p.values}
+    if len(values) > limits.max_in_values:
+        raise QueryRejected(f"OR lists {len(values)} values; the limit is {limits.max_in_values}")
+    return Predicate(parts[0].column, PredOp.IN, tuple(sorted(values, key=_order)))
+
+
+def _negatable(node: exp.Expr) -> bool:
+    return isinstance(node, exp.In | exp.Is | exp.Column) or type(node) in _COMPARISONS
+
+
+_OPPOSITE = {
+    PredOp.LT: PredOp.GE,
+    PredOp.LE: PredOp.GT,
+    PredOp.GT: PredOp.LE,
+    PredOp.GE: PredOp.LT,
+    PredOp.IS_NULL: PredOp.IS_NOT_NULL,
+    PredOp.IS_NOT_NULL: PredOp.IS_NULL,
+}
+
+
+def _negated(predicate: Predicate) -> list[Predicate]:
+    """The positive conjuncts equal to NOT ``predicate`` (rows where the column is NULL
+    are excluded by both)."""
+    op = predicate.op
+    if op is PredOp.IN:
+        return [Predicate(predicate.column, PredOp.NE, (v,)) for v in predicate.values]
+    if op is PredOp.NE:
+        return [Predicate(predicate.column, PredOp.IN, predicate.values)]
+    if op in _OPPOSITE:
+        return [Predicate(predicate.column, _OPPOSITE[op], predicate.values)]
+    raise QueryRejected(_NOT_REFUSED)
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
@@ -56,18 +139,11 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _predicate(node: exp.Expr, scope: Scope, limits: Limits) -> Predicate:
-    if isinstance(node, exp.Or):
-        raise QueryRejected(
-            "OR is not allowed in WHERE: use column IN (...) for alternatives on one column, "
-            "or ask separate queries"
-        )
-    if isinstance(node, exp.Not):
-        inner = node.this.unnest()
-        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-            return Predicate(_bare_dimension(inner.this, scope).name, PredOp.IS_NOT_NULL)
-        raise QueryRejected(
-            "NOT is not allowed in WHERE: write the condition positively, e.g. with <> or IN (...)"
-        )
+    if isinstance(node, exp.Or | exp.Not):
+        found = _predicates(node, scope, limits)
+        if len(found) != 1:
+            raise QueryRejected(_OR_REFUSED if isinstance(node, exp.Or) else _NOT_REFUSED)
+        return found[0]
     if isinstance(node, _PATTERN_MATCH):
         raise QueryRejected(
             "pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE: "

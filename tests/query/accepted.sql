@@ -109,6 +109,30 @@ SELECT COUNT(*) FROM students WHERE major IS NOT NULL
 -- rows: 1
 SELECT COUNT(*) FROM students WHERE NOT major IS NULL
 
+-- case: OR between alternatives on one column reads as IN
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major = 'EE' OR major = 'CS'
+
+-- case: OR inside AND, on one column
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE (sex = 'Male' OR sex = 'Female') AND major IN ('EE', 'CS', 'ME')
+
+-- case: NOT of an equality reads as <>
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE NOT major = 'EE'
+
+-- case: NOT IN reads as <> for each value
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major NOT IN ('ME')
+
+-- case: NOT of a range reads as the opposite range
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE NOT (class < 1980)
+
+-- case: NOT of alternatives reads as <> each (De Morgan)
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE NOT (major = 'ME' OR major = 'XX')
+
 -- case: IS NULL selects nobody; the grouped answer is empty
 -- rows: 0
 SELECT major, COUNT(*) FROM students WHERE sex IS NULL GROUP BY major

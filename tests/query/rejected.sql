@@ -387,20 +387,20 @@ SELECT COUNT(*) FROM pragma_table_info('students')
 
 -- ## WHERE: only AND-ed comparisons of a bare dimension with constants
 
--- expect: OR is not allowed in WHERE: use column IN (...) for alternatives on one column
+-- expect: OR is allowed only between alternatives on one column
 SELECT COUNT(*) FROM students WHERE major = 'EE' OR sex = 'Male'
 
--- expect: OR is not allowed in WHERE
-SELECT COUNT(*) FROM students WHERE class = 1980 AND (sex = 'Male' OR sex = 'Female')
+-- expect: OR is allowed only between alternatives on one column
+SELECT COUNT(*) FROM students WHERE (major = 'EE' AND major = 'CS') OR major = 'ME'
 
--- expect: NOT is not allowed in WHERE: write the condition positively
-SELECT COUNT(*) FROM students WHERE NOT major = 'EE'
+-- expect: OR is allowed only between alternatives on one column
+SELECT COUNT(*) FROM students WHERE class < 1979 OR class > 1981
 
--- expect: NOT is not allowed in WHERE
-SELECT COUNT(*) FROM students WHERE major NOT IN ('EE')
-
--- expect: NOT is not allowed in WHERE
+-- expect: NOT is allowed only before a comparison, IN or IS NULL
 SELECT COUNT(*) FROM students WHERE class NOT BETWEEN 1978 AND 1979
+
+-- expect: NOT is allowed only before a comparison, IN or IS NULL
+SELECT COUNT(*) FROM students WHERE NOT (major = 'EE' AND sex = 'Male')
 
 -- expect: pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE
 SELECT COUNT(*) FROM students WHERE major LIKE 'E%'
