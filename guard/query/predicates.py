@@ -84,10 +84,7 @@ _NOT_REFUSED = (
 
 
 def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
-    node = node.unnest()
-    if isinstance(node, exp.Or):
-        return _disjuncts(node.left) + _disjuncts(node.right)
-    return [node]
+    return _flattened(node, exp.Or)
 
 
 def _alternatives(node: exp.Or, scope: Scope, limits: Limits) -> Predicate:
@@ -132,9 +129,14 @@ def _negated(predicate: Predicate) -> list[Predicate]:
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    return _flattened(node, exp.And)
+
+
+def _flattened(node: exp.Expr, connective: type[exp.Connector]) -> list[exp.Expr]:
+    """The operands of a chain of one connective (AND or OR), parentheses removed."""
     node = node.unnest()
-    if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, connective):
+        return _flattened(node.left, connective) + _flattened(node.right, connective)
     return [node]
 
 
