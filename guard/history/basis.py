@@ -102,11 +102,8 @@ class InverseBasis:
 
     def bordered_row(self, position: int, border: Border, v: Residues) -> Residues:
         """Row ``position`` of M'^-1 restricted to the r earlier queries (forensics)."""
-        p = self.p
-        scaled_v = mul_mod(v, border.s_inverse, p)
-        if position < self.rank:
-            return (self.inverse_row(position) + mul_mod(border.u[position], scaled_v, p)) % p
-        return (-scaled_v) % p
+        row: Residues = self.bordered_rows(np.array([position], dtype=np.int64), border, v)[0]
+        return row
 
     def bordered_rows(self, positions: Ids, border: Border, v: Residues) -> Residues:
         """Rows ``positions`` of M'^-1 restricted to the r earlier queries, at once."""

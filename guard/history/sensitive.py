@@ -159,14 +159,13 @@ def protects_sensitive_sets(
     if near.size > MAX_INTERVAL_SETS:
         return False
     for number in near.tolist():
-        need_low, need_high = interval_targets(sets, cells, number, bounds)
         total, members = sets.totals[number], sets.members[number]
         low, high = feasible_interval(cells, after, members, bounds)
         if low is None or high is None:
             return False
-        slack = 1e-6 * max(1.0, abs(total))
-        if high >= need_high - slack and low <= need_low + slack:
+        if _reaches(sets, cells, number, (low, high), bounds):
             continue
+        slack = 1e-6 * max(1.0, abs(total))
         before_low, before_high = (
             feasible_interval(cells, linked, members, bounds) if linked else (None, None)
         )
@@ -202,7 +201,8 @@ def certified_sets(
     Sets touching an atom with a row of unknown true value are left to the LP."""
     low_bound, high_bound = bounds
     slot, atom = atoms if atoms is not None else atoms_of(after, reach, sets.values.size)
-    counts = cells.row_counts()[reach].astype(np.float64)
+    every_count = cells.row_counts()
+    counts = every_count[reach].astype(np.float64)
     true = sets.values[reach]
     atom_count = int(atom.max()) + 1 if atom.size else 0
     atom_total = np.bincount(atom, weights=np.nan_to_num(true), minlength=atom_count)
@@ -220,14 +220,12 @@ def certified_sets(
         own_rows = np.bincount(own_slots.reshape(-1), weights=counts[inside], minlength=own_atoms.size)
         rest_rows = atom_rows[own_atoms] - own_rows
         totals = atom_total[own_atoms]
-        free = float(cells.row_counts()[outside_reach].sum())
+        free = float(every_count[outside_reach].sum())
         high = float(np.minimum(high_bound * own_rows, totals - low_bound * rest_rows).sum())
         low = float(np.maximum(low_bound * own_rows, totals - high_bound * rest_rows).sum())
         high += high_bound * free
         low += low_bound * free
-        need_low, need_high = interval_targets(sets, cells, number, bounds)
-        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
-        out[i] = high >= need_high - slack and low <= need_low + slack
+        out[i] = _reaches(sets, cells, number, (low, high), bounds)
     return out
 
 
@@ -263,10 +261,22 @@ def _atom_proven(
         rest = intervals.rows(int(own[0])) - rows
         high = min(bounds[1] * rows, high_atom - bounds[0] * rest)
         low = max(bounds[0] * rows, low_atom - bounds[1] * rest)
-        need_low, need_high = interval_targets(sets, cells, number, bounds)
-        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
-        out[i] = high >= need_high - slack and low <= need_low + slack
+        out[i] = _reaches(sets, cells, number, (low, high), bounds)
     return out
+
+
+def _reaches(
+    sets: SensitiveSets,
+    cells: AuditCells,
+    number: int,
+    interval: tuple[float, float],
+    bounds: tuple[float, float],
+) -> bool:
+    """Whether ``interval`` (values set ``number``'s total is known to reach, down and up)
+    spans its targets, within LP round-off."""
+    need_low, need_high = interval_targets(sets, cells, number, bounds)
+    slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+    return interval[1] >= need_high - slack and interval[0] <= need_low + slack
 
 
 def interval_targets(

@@ -244,9 +244,8 @@ class Prepared:
             # an unaliased column is labelled by its function alone (count, sum), which
             # two columns may share: the note names the aggregate itself
             label = aggregate.label
-            named = label if label.startswith(f"{output.name}(") else f"{output.name} ({label})"
-            if output.name == label:
-                named = label
+            unaliased = output.name == label or label.startswith(f"{output.name}(")
+            named = label if unaliased else f"{output.name} ({label})"
             notes.append(f"{named}: {'; '.join(parts)}{clamp}")
         for level in sorted(self.thresholds, key=len):
             if not any(self.levels[r] == level for r in range(len(self.levels))):
