@@ -60,21 +60,29 @@ class Certificates:
         self._found.append((support, values))
         return True
 
-    def covers(self, p: int, level: float, upward: bool) -> bool:
+    def covers(self, p: int, level: float, upward: bool, within: np.ndarray | None = None) -> bool:
         """Whether a kept deviation, scaled to move ``p`` by ``level`` up (or down), stays
-        within every cell's bounds: then ``p``'s audit interval reaches that far."""
+        within every cell's bounds: then ``p``'s audit interval reaches that far.
+
+        ``within`` (a boolean mask over the cells): only deviations that move no cell
+        outside it count. A deviation is a proof for any pattern that withholds every
+        cell it moves, so this proves ``p``'s interval for the pattern ``within`` (e.g.
+        one in which an insider's own cells are known to her, and so published)."""
         if level <= 0:
             return True
         slack = _TOL * max(1.0, level)
         for k in self._by_cell.get(p, ()):
             support, values = self._found[k]
+            if within is not None and not within[support].all():
+                continue
             at_p = float(values[np.searchsorted(support, p)])
             scaled = values * ((level if upward else -level) / at_p)
             if np.all(scaled <= self._up[support] + slack) and np.all(-scaled <= self._down[support] + slack):
                 return True
         return False
 
-    def proven(self, p: int, levels: tuple[float, float]) -> bool:
-        """Both of ``p``'s protection levels ``(upper, lower)`` are covered."""
+    def proven(self, p: int, levels: tuple[float, float], within: np.ndarray | None = None) -> bool:
+        """Both of ``p``'s protection levels ``(upper, lower)`` are covered (by
+        deviations inside ``within``, see :meth:`covers`)."""
         upper, lower = levels
-        return self.covers(p, upper, True) and self.covers(p, lower, False)
+        return self.covers(p, upper, True, within) and self.covers(p, lower, False, within)

@@ -142,7 +142,9 @@ def suppress(
             if known:
                 # more withheld cells only widen the outsider's intervals: the proofs hold
                 guard = {table.index(k) for k in guarded or ()} | set(levels)
-                hidden = protect_singletons(table, hidden, known, levels, costs, kept_idx, guarded=guard)
+                hidden = protect_singletons(
+                    table, hidden, known, levels, costs, kept_idx, guarded=guard, certificates=certificates
+                )
             return _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
         hidden = solve_heuristic(
             table,

@@ -28,11 +28,13 @@ cell knows only their own share, which the rules' protection levels already mode
 from __future__ import annotations
 
 from collections.abc import Set
+from dataclasses import replace
 
 import numpy as np
 
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
+from guard.suppression.deviation import DeviationProblem, cheapest_deviation
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible
 from guard.suppression.table import TOTAL, Key, Table
@@ -43,8 +45,9 @@ __all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
 #: insider's knowledge can reach; larger ones only of the cells sharing a relation with
 #: the singleton (two LPs per sensitive cell per insider: minutes on a 10 000-cell table)
 EXACT_INSIDER_LIMIT = 2_500
-#: sensitive cells the insider audit of one pattern may check (summed over insiders, two
-#: LPs each); beyond, the answer is refused rather than released partly audited
+#: sensitive cells the insider audit of one pattern may check by LP (summed over
+#: insiders, two LPs each; pairs proven by a certificate are free); beyond, the answer
+#: is refused rather than released partly audited
 MAX_INSIDER_AUDITS = 500
 
 
@@ -76,12 +79,16 @@ def protect_singletons(
     kept: Set[int],
     *,
     guarded: Set[int] | None = None,
+    certificates: Certificates | None = None,
     rounds: int = 50,
 ) -> frozenset[int]:
     """``hidden`` grown until no relation breaks the relation rule and every sensitive
     cell next to a withheld singleton keeps its levels against that singleton's
     contributor. ``guarded``: the cells no insider may recover exactly (the answer's
     own, those withheld before, the sensitive ones; None: every cell).
+    ``certificates``: verified deviations of ``table`` (e.g. those that proved the
+    outsider's intervals); one that moves no cell an insider knows proves a sensitive
+    cell's levels against that insider without an LP.
 
     Raises:
         ProtectionInfeasible: a relation has no cell left to withhold (all published
@@ -91,7 +98,7 @@ def protect_singletons(
     current = set(hidden)
     for _ in range(rounds):
         grown = _relation_rule(table, current, singletons, costs, kept, guarded)
-        grown = _insider_audit(table, grown, group, levels, costs, kept)
+        grown = _insider_audit(table, grown, group, levels, costs, kept, certificates)
         if grown == current:
             return frozenset(current)
         current = grown
@@ -130,19 +137,31 @@ def _insider_audit(
     levels: Levels,
     costs: np.ndarray,
     kept: Set[int],
+    certificates: Certificates | None,
 ) -> set[int]:
     current = set(hidden)
     neighbours = _neighbours(table)
     whole = len(table) <= EXACT_INSIDER_LIMIT
-    audited = 0
-    for known in sorted({group[c] for c in current if c in group}, key=min):
-        near_cells = (
+    insiders = sorted({group[c] for c in current if c in group}, key=min)
+    reach = {
+        known: (
             _reach(neighbours, known, current)
             if whole
             else set().union(*(neighbours.get(c, set()) for c in known))
         )
-        near_cells -= known
-        near = {p: _insider_levels(table, p, lv, known) for p, lv in levels.items() if p in near_cells}
+        - known
+        for known in insiders
+    }
+    if certificates is not None:
+        _prove_for_every_insider(table, current, group, levels, set().union(*reach.values()), certificates)
+    audited = 0
+    for known in insiders:
+        near = {p: _insider_levels(table, p, lv, known) for p, lv in levels.items() if p in reach[known]}
+        if certificates is not None:
+            # a deviation that leaves the insider's cells where they are is one she
+            # cannot rule out either
+            unknown = _mask(len(table), current - known)
+            near = {p: lv for p, lv in near.items() if not certificates.proven(p, lv, within=unknown)}
         if not near:
             continue
         audited += len(near)
@@ -167,6 +186,46 @@ def _insider_audit(
         )
         current = set(repaired) | (current & known)
     return current
+
+
+def _prove_for_every_insider(
+    table: Table,
+    hidden: set[int],
+    group: dict[int, frozenset[int]],
+    levels: Levels,
+    near: set[int],
+    certificates: Certificates,
+) -> None:
+    """Add to ``certificates``, for each sensitive cell in ``near`` and each direction
+    not yet proven that way, a deviation of the pattern ``hidden`` that moves no
+    singleton but the cell itself (and its contributor's other cells): one LP per cell
+    and direction proves its levels against every other insider at once, instead of
+    one interval LP per insider. Cells with no such deviation are left to the
+    per-insider audit."""
+    outsiders = np.zeros(len(table), dtype=bool)
+    outsiders[list(hidden - set(group))] = True
+    published = np.flatnonzero(~_mask(len(table), hidden))
+    base = DeviationProblem.of(table, set(published.tolist()))
+    free = np.zeros(len(table))
+    for p in sorted(near & set(levels), key=lambda p: (-max(levels[p]), p)):
+        within = outsiders.copy()
+        within[list(group.get(p, {p}))] = True
+        problem = replace(base, kept=np.flatnonzero(~within))
+        for level, upward in zip(levels[p], (True, False), strict=True):
+            if certificates.covers(p, level, upward, within=within):
+                continue
+            deviation = cheapest_deviation(
+                problem, free, p, level, upward, hidden=hidden, distant=False, rounds=0
+            )
+            if deviation is not None:
+                support = np.flatnonzero(deviation)
+                certificates.add(support, deviation[support], hidden)
+
+
+def _mask(n: int, cells: Set[int]) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[list(cells)] = True
+    return mask
 
 
 def _insider_levels(

@@ -15,6 +15,7 @@ import pytest
 from guard.suppression import (
     TOTAL,
     Key,
+    Method,
     Protection,
     ProtectionInfeasible,
     SuppressionOptions,
@@ -139,3 +140,88 @@ def test_a_cell_holding_the_insiders_own_cell_is_protected_on_what_she_does_not_
     (failure,) = failures(table, hidden - {SINGLETON}, {row_total: Protection(12.0, 12.0)})
     assert failure.high >= 50.0 + 12.0 - 1e-6
     assert failure.low == pytest.approx(50.0)  # the bound she already knew, nothing more
+
+
+def _oracle_interval(
+    values: np.ndarray, published: set[tuple[int, int]], cell: tuple[int, int]
+) -> tuple[float, float]:
+    """``cell``'s interval over the non-negative ``rows x cols`` grids with the margins
+    of ``values`` wherever published (index ``rows`` / ``cols`` stands for a total),
+    written here from scratch with scipy: the guard's relations and LP are not used."""
+    from scipy.optimize import linprog
+
+    rows, cols = values.shape
+    index = {(r, c): r * cols + c for r in range(rows) for c in range(cols)}
+    a_eq, b_eq = [], []
+    for r, c in itertools.product(range(rows + 1), range(cols + 1)):
+        if (r, c) not in published:
+            continue
+        row = np.zeros(rows * cols)
+        for rr, cc in itertools.product(range(rows) if r == rows else [r], range(cols) if c == cols else [c]):
+            row[index[(rr, cc)]] = 1.0
+        a_eq.append(row)
+        b_eq.append(float(row @ values.ravel()))
+    target = np.zeros(rows * cols)
+    r, c = cell
+    for rr, cc in itertools.product(range(rows) if r == rows else [r], range(cols) if c == cols else [c]):
+        target[index[(rr, cc)]] = 1.0
+    ends = []
+    for sign in (1.0, -1.0):
+        res = linprog(
+            sign * target,
+            A_eq=np.array(a_eq) if a_eq else None,
+            b_eq=b_eq or None,
+            bounds=(0, None),
+            method="highs",
+        )
+        assert res.status == 0
+        ends.append(sign * res.fun)
+    return ends[0], ends[1]
+
+
+def test_insiders_proven_by_deviations_hold_against_an_independent_lp() -> None:
+    """A heuristic pattern on a 9 x 9 grid with many single-contributor cells: most
+    (insider, sensitive cell) pairs are proven by an attacker deviation that leaves
+    every singleton where it is, so an LP budget far below the number of pairs is
+    enough (the old audit solved every pair and refused here); and every pair still
+    holds against an LP written in this test, with the insider's cell published."""
+    import guard.suppression.singletons as singletons_module
+
+    rng = np.random.default_rng(7)
+    rows = cols = 9
+    values = rng.integers(150, 400, size=(rows, cols)).astype(float)
+    cells = [(r, c) for r in range(rows) for c in range(cols)]
+    picked = rng.choice(len(cells), size=14, replace=False)
+    singles = [cells[i] for i in picked[:8]]
+    for r, c in singles:
+        values[r, c] = float(rng.integers(5, 40))
+    sensitive = [cells[i] for i in picked]
+    table = _grid(values.tolist())
+    requirements = {k: Protection(0.2 * table.value(k), 0.2 * table.value(k)) for k in sensitive}
+    options = SuppressionOptions(method=Method.HEURISTIC, perturbation=0.5)
+    pairs = len(singles) * (len(sensitive) - 1)
+    budget = 20
+    assert pairs > 4 * budget
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(singletons_module, "MAX_INSIDER_AUDITS", budget)
+    try:
+        result = suppress(table, requirements, options=options, seed=3, singletons=singles)
+    finally:
+        monkey.undo()
+    hidden = result.primary | result.secondary
+    published = {
+        (rows if r is TOTAL else r, cols if c is TOTAL else c)
+        for (r, c) in table.keys
+        if (r, c) not in hidden
+    }
+    for insider in [None, *singles]:
+        known = published | ({insider} if insider else set())
+        for cell in sensitive:
+            if cell == insider:
+                continue
+            low, high = _oracle_interval(values, known, cell)
+            a = values[cell]
+            level = requirements[cell]
+            assert high >= a + level.upper - 1e-6, (insider, cell)
+            # a total holding the insider's own cell: she learns nothing below it
+            assert low <= a - level.lower + 1e-6, (insider, cell)
