@@ -60,20 +60,19 @@ class Certificates:
         self._found.append((support, values))
         return True
 
-    def covers(self, p: int, level: float, upward: bool, within: np.ndarray | None = None) -> bool:
+    def covers(self, p: int, level: float, upward: bool, avoid: np.ndarray | None = None) -> bool:
         """Whether a kept deviation, scaled to move ``p`` by ``level`` up (or down), stays
         within every cell's bounds: then ``p``'s audit interval reaches that far.
 
-        ``within`` (a boolean mask over the cells): only deviations that move no cell
-        outside it count. A deviation is a proof for any pattern that withholds every
-        cell it moves, so this proves ``p``'s interval for the pattern ``within`` (e.g.
-        one in which an insider's own cells are known to her, and so published)."""
+        ``avoid``: only deviations that move none of these cells count (e.g. an
+        insider's own cells, which she knows: a deviation that leaves them in place is
+        one she cannot rule out either)."""
         if level <= 0:
             return True
         slack = _TOL * max(1.0, level)
         for k in self._by_cell.get(p, ()):
             support, values = self._found[k]
-            if within is not None and not within[support].all():
+            if avoid is not None and _meets(support, avoid):
                 continue
             at_p = float(values[np.searchsorted(support, p)])
             scaled = values * ((level if upward else -level) / at_p)
@@ -81,8 +80,30 @@ class Certificates:
                 return True
         return False
 
-    def proven(self, p: int, levels: tuple[float, float], within: np.ndarray | None = None) -> bool:
+    def proven(self, p: int, levels: tuple[float, float], avoid: np.ndarray | None = None) -> bool:
         """Both of ``p``'s protection levels ``(upper, lower)`` are covered (by
-        deviations inside ``within``, see :meth:`covers`)."""
+        deviations that leave ``avoid`` in place, see :meth:`covers`)."""
         upper, lower = levels
-        return self.covers(p, upper, True, within) and self.covers(p, lower, False, within)
+        return self.covers(p, upper, True, avoid) and self.covers(p, lower, False, avoid)
+
+    def inside(self, hidden: Set[int]) -> Certificates:
+        """The deviations that move only cells of ``hidden``: proofs for any pattern
+        that withholds at least ``hidden``."""
+        mask = np.zeros(len(self._up), dtype=bool)
+        mask[list(hidden)] = True
+        kept = Certificates.__new__(Certificates)
+        kept._columns, kept._up, kept._down = self._columns, self._up, self._down
+        kept._found, kept._by_cell = [], {}
+        for support, values in self._found:
+            if mask[support].all():
+                for i in support:
+                    kept._by_cell.setdefault(int(i), []).append(len(kept._found))
+                kept._found.append((support, values))
+        return kept
+
+
+def _meets(support: np.ndarray, cells: np.ndarray) -> bool:
+    """Whether sorted ``support`` holds any of ``cells``."""
+    at = np.searchsorted(support, cells)
+    inside = at < len(support)
+    return bool(np.any(support[at[inside]] == cells[inside]))

@@ -96,6 +96,9 @@ def protect_singletons(
     """
     group = _same_unit(table, singletons)
     current = set(hidden)
+    if certificates is not None:
+        # the pattern only grows from here: what proves it now proves it throughout
+        certificates = certificates.inside(current)
     for _ in range(rounds):
         grown = _relation_rule(table, current, singletons, costs, kept, guarded)
         grown = _insider_audit(table, grown, group, levels, costs, kept, certificates)
@@ -160,8 +163,8 @@ def _insider_audit(
         if certificates is not None:
             # a deviation that leaves the insider's cells where they are is one she
             # cannot rule out either
-            unknown = _mask(len(table), current - known)
-            near = {p: lv for p, lv in near.items() if not certificates.proven(p, lv, within=unknown)}
+            mine = np.array(sorted(known))
+            near = {p: lv for p, lv in near.items() if not certificates.proven(p, lv, avoid=mine)}
         if not near:
             continue
         audited += len(near)
@@ -208,11 +211,12 @@ def _prove_for_every_insider(
     base = DeviationProblem.of(table, set(published.tolist()))
     free = np.zeros(len(table))
     for p in sorted(near & set(levels), key=lambda p: (-max(levels[p]), p)):
+        others = np.array(sorted(set(group) - group.get(p, frozenset())))
         within = outsiders.copy()
         within[list(group.get(p, {p}))] = True
         problem = replace(base, kept=np.flatnonzero(~within))
         for level, upward in zip(levels[p], (True, False), strict=True):
-            if certificates.covers(p, level, upward, within=within):
+            if certificates.covers(p, level, upward, avoid=others):
                 continue
             deviation = cheapest_deviation(
                 problem, free, p, level, upward, hidden=hidden, distant=False, rounds=0
