@@ -27,12 +27,19 @@ _TOL = 1e-7
 class Certificates:
     """Verified deviations, indexed by the cells they move."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, watch: Set[int] = frozenset()) -> None:
+        """``watch``: cells whose presence in each deviation is remembered, so that
+        :meth:`covers` can skip the deviations moving some of them at once (e.g. the
+        single-contributor cells an insider knows)."""
         a, lb, ub = table.arrays
         self._columns: sparse.csc_matrix = table.matrix.tocsc()
         self._up = ub - a
         self._down = a - lb
+        self._watch = frozenset(watch)
         self._found: list[tuple[np.ndarray, np.ndarray]] = []
+        self._touch: list[frozenset[int]] = []
+        #: per deviation: how far it may be scaled up and reversed within the bounds
+        self._reach: list[tuple[float, float]] = []
         self._by_cell: dict[int, list[int]] = {}
 
     def add(self, cells: np.ndarray, deviation: np.ndarray, hidden: Set[int]) -> bool:
@@ -55,12 +62,21 @@ class Certificates:
         residual = self._columns[:, support] @ values
         if np.abs(residual).max(initial=0.0) > tol:
             return False
+        self._keep(support, values)
+        return True
+
+    def _keep(self, support: np.ndarray, values: np.ndarray) -> None:
         for i in support:
             self._by_cell.setdefault(int(i), []).append(len(self._found))
         self._found.append((support, values))
-        return True
+        watched = self._watch.intersection(support.tolist()) if self._watch else frozenset()
+        self._touch.append(frozenset(watched))
+        # room in the direction each cell moves, and in the opposite one
+        ahead = np.where(values > 0, self._up[support], self._down[support]) / np.abs(values)
+        behind = np.where(values > 0, self._down[support], self._up[support]) / np.abs(values)
+        self._reach.append((float(ahead.min(initial=np.inf)), float(behind.min(initial=np.inf))))
 
-    def covers(self, p: int, level: float, upward: bool, avoid: np.ndarray | None = None) -> bool:
+    def covers(self, p: int, level: float, upward: bool, avoid: Set[int] = frozenset()) -> bool:
         """Whether a kept deviation, scaled to move ``p`` by ``level`` up (or down), stays
         within every cell's bounds: then ``p``'s audit interval reaches that far.
 
@@ -69,41 +85,47 @@ class Certificates:
         one she cannot rule out either)."""
         if level <= 0:
             return True
-        slack = _TOL * max(1.0, level)
+        watched = avoid <= self._watch
+        shunned = None if watched or not avoid else np.array(sorted(avoid))
         for k in self._by_cell.get(p, ()):
-            support, values = self._found[k]
-            if avoid is not None and _meets(support, avoid):
+            if avoid and (
+                not self._touch[k].isdisjoint(avoid) if watched else _meets(self._found[k][0], shunned)
+            ):
                 continue
-            at_p = float(values[np.searchsorted(support, p)])
-            scaled = values * ((level if upward else -level) / at_p)
-            if np.all(scaled <= self._up[support] + slack) and np.all(-scaled <= self._down[support] + slack):
+            support, values = self._found[k]
+            # the deviation scaled by t moves p by level: t within its reach (up to
+            # round-off) keeps every cell within its bounds
+            t = (level if upward else -level) / float(values[np.searchsorted(support, p)])
+            forward, backward = self._reach[k]
+            if abs(t) <= (forward if t > 0 else backward) * (1 + _TOL):
                 return True
         return False
 
-    def proven(self, p: int, levels: tuple[float, float], avoid: np.ndarray | None = None) -> bool:
+    def proven(self, p: int, levels: tuple[float, float], avoid: Set[int] = frozenset()) -> bool:
         """Both of ``p``'s protection levels ``(upper, lower)`` are covered (by
         deviations that leave ``avoid`` in place, see :meth:`covers`)."""
         upper, lower = levels
         return self.covers(p, upper, True, avoid) and self.covers(p, lower, False, avoid)
 
-    def inside(self, hidden: Set[int]) -> Certificates:
-        """The deviations that move only cells of ``hidden``: proofs for any pattern
-        that withholds at least ``hidden``."""
+    def inside(self, hidden: Set[int], watch: Set[int] = frozenset()) -> Certificates:
+        """The deviations that move only cells of ``hidden`` (proofs for any pattern
+        that withholds at least ``hidden``), watching ``watch`` (see ``__init__``)."""
         mask = np.zeros(len(self._up), dtype=bool)
         mask[list(hidden)] = True
         kept = Certificates.__new__(Certificates)
         kept._columns, kept._up, kept._down = self._columns, self._up, self._down
-        kept._found, kept._by_cell = [], {}
+        kept._watch = frozenset(watch)
+        kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], {}
         for support, values in self._found:
             if mask[support].all():
-                for i in support:
-                    kept._by_cell.setdefault(int(i), []).append(len(kept._found))
-                kept._found.append((support, values))
+                kept._keep(support, values)
         return kept
 
 
-def _meets(support: np.ndarray, cells: np.ndarray) -> bool:
+def _meets(support: np.ndarray, cells: np.ndarray | None) -> bool:
     """Whether sorted ``support`` holds any of ``cells``."""
+    if cells is None:
+        return False
     at = np.searchsorted(support, cells)
     inside = at < len(support)
     return bool(np.any(support[at[inside]] == cells[inside]))

@@ -98,7 +98,7 @@ def protect_singletons(
     current = set(hidden)
     if certificates is not None:
         # the pattern only grows from here: what proves it now proves it throughout
-        certificates = certificates.inside(current)
+        certificates = certificates.inside(current, watch=singletons)
     for _ in range(rounds):
         grown = _relation_rule(table, current, singletons, costs, kept, guarded)
         grown = _insider_audit(table, grown, group, levels, costs, kept, certificates)
@@ -163,8 +163,7 @@ def _insider_audit(
         if certificates is not None:
             # a deviation that leaves the insider's cells where they are is one she
             # cannot rule out either
-            mine = np.array(sorted(known))
-            near = {p: lv for p, lv in near.items() if not certificates.proven(p, lv, avoid=mine)}
+            near = {p: lv for p, lv in near.items() if not certificates.proven(p, lv, avoid=known)}
         if not near:
             continue
         audited += len(near)
@@ -211,7 +210,7 @@ def _prove_for_every_insider(
     base = DeviationProblem.of(table, set(published.tolist()))
     free = np.zeros(len(table))
     for p in sorted(near & set(levels), key=lambda p: (-max(levels[p]), p)):
-        others = np.array(sorted(set(group) - group.get(p, frozenset())))
+        others = frozenset(group) - group.get(p, frozenset())
         within = outsiders.copy()
         within[list(group.get(p, {p}))] = True
         problem = replace(base, kept=np.flatnonzero(~within))
