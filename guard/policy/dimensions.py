@@ -9,6 +9,7 @@ snapshot is built (``guard.backends.derive``), with the same ``file: key.path`` 
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,8 @@ def _bands(r: Reader, value: Any) -> tuple[Band, ...]:
                 raise r.fail("give exactly one of upto (value <= bound) or below (value < bound)")
             key = bounds[0]
             upper = r.number(m[key], key, float("-inf"), None)
+            if not math.isfinite(upper):
+                raise r.fail("expected a finite number", key)
             inclusive = key == "upto"
             if bands:
                 previous = bands[-1]

@@ -109,6 +109,11 @@ ERRORS = [
         "people.yaml: tables.people.derived.age_band.bands.1.below: bands overlap or are out of order",
     ),
     (
+        "an infinite bound",
+        _set("derived.age_band.bands", [{"upto": float("inf"), "label": "a"}, {"label": "b"}]),
+        "people.yaml: tables.people.derived.age_band.bands.0.upto: expected a finite number",
+    ),
+    (
         "a bounded last band",
         _set("derived.age_band.bands", [{"upto": 17, "label": "a"}, {"upto": 64, "label": "b"}]),
         "people.yaml: tables.people.derived.age_band.bands.1.upto: the last band takes every larger value: "
