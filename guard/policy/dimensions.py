@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def read_derived(r: Reader, value: Any, columns: tuple[Column, ...], base: Path)
                     f"{name!r} is already a column of the table: give the derived dimension another name"
                 )
             m = r.mapping(spec, ("from", "description", "other", *_KINDS), required=("from",))
-            source = _source(r, m["from"], columns, {d.name.lower() for d in derived})
+            source = _source(r, m["from"], columns, {str(n).lower() for n in value})
             given = [k for k in _KINDS if k in m]
             if len(given) != 1:
                 raise r.fail(f"give exactly one of {', '.join(_KINDS)} (got {', '.join(given) or 'none'})")
@@ -51,13 +52,7 @@ def read_derived(r: Reader, value: Any, columns: tuple[Column, ...], base: Path)
                     raise r.fail(
                         "bands cover every value (the last band has no bound): remove other", "other"
                     )
-                derivation = Derivation(
-                    derivation.kind,
-                    source,
-                    mapping=derivation.mapping,
-                    other=_label(r, m["other"], "other"),
-                    file=derivation.file,
-                )
+                derivation = replace(derivation, other=_label(r, m["other"], "other"))
             # by default the catalog's comment on the column says where it comes from
             default = f"{derivation.kind.value} of {source}"
             description = r.string(m["description"], "description") if "description" in m else default

@@ -10,6 +10,7 @@ as the reference the guard's answers must equal.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,10 +71,11 @@ def write_people(
                     "health": {"role": "dimension"},
                     "income": {"role": "measure", "bounds": [0, 1000]},
                 },
+                # copies: a change must never edit the module's constants
                 "derived": {
-                    "age_band": {"from": "age", "bands": BANDS},
-                    "country": {"from": "region", "map": COUNTRY},
-                    "health_label": {"from": "health", "labels": LABELS},
+                    "age_band": {"from": "age", "bands": copy.deepcopy(BANDS)},
+                    "country": {"from": "region", "map": dict(COUNTRY)},
+                    "health_label": {"from": "health", "labels": dict(LABELS)},
                 },
             }
         },
