@@ -25,6 +25,8 @@ import numpy.typing as npt
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Backend, ResultSet, TableInfo, plain_rows
+from guard.backends.derive import check_maps, derived_sql
+from guard.backends.derive import declaration as derivations
 from guard.engines import NUMERIC_TYPES
 from guard.errors import BackendError, PolicyError
 from guard.policy.model import Policy, Role, SourceKind, Table
@@ -146,7 +148,9 @@ def _table_versions(policy: Policy, tables: tuple[Table, ...]) -> dict[str, str]
         digest = hashlib.sha256()
         # "snapshot 2": the snapshot's layout (2 added _ukey); a new layout is a new version
         declaration: list[object] = ["snapshot 2", table.name, table.privacy_unit, table.source.kind.value]
-        declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
+        declaration += [table.source.table, *([c.name, c.role.value] for c in table.stored)]
+        # a change of bands or map is a new version (and snapshot): never old bands
+        declaration += derivations(table)
         digest.update(json.dumps(declaration).encode())
         digest.update(_file_digest(table, cache).encode())
         versions[table.name] = digest.hexdigest()
@@ -222,7 +226,7 @@ def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table
             row[0].lower(): (row[0], row[1])
             for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
         }
-        wanted = [c for c in table.columns if c.role is not Role.IDENTIFIER or c.name == table.privacy_unit]
+        wanted = [c for c in table.stored if c.role is not Role.IDENTIFIER or c.name == table.privacy_unit]
         for column in wanted:
             if column.name.lower() not in available:
                 close = difflib.get_close_matches(column.name.lower(), list(available), n=1)
@@ -237,7 +241,9 @@ def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table
                     f"{policy.path.name}: tables.{table.name}.columns.{column.name}: a measure "
                     f"must be numeric, the source has {source_type}"
                 )
-        published = [c for c in table.columns if c.role is not Role.IDENTIFIER]
+        published = [c for c in table.stored if c.role is not Role.IDENTIFIER]
+        types = {c.name.lower(): available[c.name.lower()][1] for c in published}
+        derived = derived_sql(policy, table, types, "duckdb", "s")
         names = {
             "staging": _ident(f"_staging_{table.name}"),
             "units": _ident(f"_units_{table.name}"),
@@ -247,13 +253,15 @@ def _snapshot_table(con: duckdb.DuckDBPyConnection, policy: Policy, table: Table
             "columns": ", ".join(
                 f"{_ident(available[c.name.lower()][0])} AS {_ident(c.name)}" for c in published
             ),
-            "qualified_columns": ", ".join(f"s.{_ident(c.name)}" for c in published),
+            "qualified_columns": ", ".join([*(f"s.{_ident(c.name)}" for c in published), *derived]),
         }
         for statement in statements(read_sql("snapshot.sql")):
             con.execute(statement.format(**names))
     finally:
         if attached:
             con.execute("DETACH src")
+    relation = exp.to_table(table.name, quoted=True)
+    check_maps(policy, table, relation, "duckdb", lambda query: con.execute(query).fetchall())
     _record_info(con, table, version)
 
 

@@ -28,8 +28,11 @@ import duckdb
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Json
+from sqlglot import exp
 
 from guard.backends.base import TableInfo
+from guard.backends.derive import TEXT, check_maps, derived_sql
+from guard.backends.derive import declaration as derivations
 from guard.backends.duckdb_backend import file_snapshot
 from guard.backends.postgres_connect import connect, first_line
 from guard.backends.postgres_types import Connection, SourceTable, ordered, postgres_type
@@ -124,7 +127,7 @@ class Snapshotter:
     def _table_version(self, con: Connection, table: Table, key: str) -> str:
         """Declaration + content fingerprint of a TABLE source (one scan of the table)."""
         source = SourceTable.resolve(self._policy, con, table)
-        wanted = [c for c in table.columns if c.role is not Role.IDENTIFIER or c.name == table.privacy_unit]
+        wanted = [c for c in table.stored if c.role is not Role.IDENTIFIER or c.name == table.privacy_unit]
         row_text = sql.SQL(", ").join(source.column(self._policy, table, c.name) for c in wanted)
         query = sql.SQL(
             "SELECT count(*), coalesce(sum(hashtextextended(ROW({})::text, 0)::numeric), 0)::text FROM {}"
@@ -134,8 +137,9 @@ class Snapshotter:
         assert row is not None
         rows, fingerprint = row
         declaration: list[object] = [_TABLE_LAYOUT, table.name, table.privacy_unit, table.source.kind.value]
-        declaration += [table.source.table, *([c.name, c.role.value] for c in table.columns)]
+        declaration += [table.source.table, *([c.name, c.role.value] for c in table.stored)]
         declaration += [source.types[c.name.lower()] for c in wanted]
+        declaration += derivations(table)
         digest = hashlib.sha256(json.dumps(declaration).encode())
         digest.update(f"{rows}:{fingerprint}".encode())
         return digest.hexdigest()
@@ -270,7 +274,7 @@ class Snapshotter:
     def _copy_table(self, owner: Connection, w: _Wanted) -> Snapshot:
         table = w.table
         source = SourceTable.resolve(self._policy, owner, table)
-        published = [c for c in table.columns if c.role is not Role.IDENTIFIER]
+        published = [c for c in table.stored if c.role is not Role.IDENTIFIER]
         casts, order, types = [], [], {}
         for column in published:
             guard_type, target = source.target(self._policy, table, column.name, column.role)
@@ -282,6 +286,8 @@ class Snapshotter:
                 )
             )
             order.append(ordered(sql.SQL("s.{}").format(ident), target))
+        derived = [sql.SQL(p) for p in derived_sql(self._policy, table, types, "postgres", "s")]
+        types.update({c.name.lower(): TEXT for c in table.derived})
         unit_target = source.target(self._policy, table, table.privacy_unit, Role.IDENTIFIER)[1]
         unit_order = ordered(sql.SQL("s._unit"), unit_target)
         name, relation = self._relation(w)
@@ -290,15 +296,20 @@ class Snapshotter:
             "source": source.relation.as_string(owner),
             "unit": source.column(self._policy, table, table.privacy_unit).as_string(owner),
             "casts": sql.SQL(", ").join(casts).as_string(owner),
-            "columns": ", ".join(f"s.{sql.Identifier(c.name).as_string(owner)}" for c in published),
+            "columns": sql.SQL(", ")
+            .join([*(sql.SQL("s.{}").format(sql.Identifier(c.name)) for c in published), *derived])
+            .as_string(owner),
             "order": sql.SQL(", ").join([*order, unit_order]).as_string(owner),
             "unit_order": unit_order.as_string(owner),
         }
         for statement in statements(read_sql("postgres_table.sql")):
             owner.execute(statement.format(**names))
+        built = exp.table_(name, db=self._schema, quoted=True)
+        check_maps(self._policy, table, built, "postgres", lambda query: owner.execute(query).fetchall())
+        counted = [*published, *table.derived]
         counts = sql.SQL(", ").join(
             sql.SQL("count(DISTINCT _uid) FILTER (WHERE {} IS NOT NULL)").format(sql.Identifier(c.name))
-            for c in published
+            for c in counted
         )
         row = owner.execute(
             sql.SQL("SELECT count(*), count(DISTINCT _uid), {} FROM {}").format(counts, relation)
@@ -310,7 +321,7 @@ class Snapshotter:
             types=types,
             rows=rows,
             units=units,
-            units_with_value={c.name.lower(): n for c, n in zip(published, per_column, strict=True)},
+            units_with_value={c.name.lower(): n for c, n in zip(counted, per_column, strict=True)},
             one_row_per_unit=rows == units,
             data_version=w.version,
         )

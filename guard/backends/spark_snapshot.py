@@ -36,6 +36,8 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from guard.backends.base import TableInfo
+from guard.backends.derive import check_maps, derived_sql
+from guard.backends.derive import declaration as derivations
 from guard.backends.duckdb_backend import file_snapshot
 from guard.engines import NUMERIC_TYPES
 from guard.errors import PolicyError
@@ -194,8 +196,9 @@ def snapshot_table(spark: SparkSession, policy: Policy, table: Table, folder: Pa
             f"{where}.source: Spark has no table {table.source.table!r}: name an existing table "
             "as [catalog.][schema.]table"
         ) from None
-    published = _published(table)
+    published = [c.name for c in table.stored if c.role is not Role.IDENTIFIER]
     declared_types = []
+    guard_types = {}
     for name in (table.privacy_unit, *published):
         found = fields.get(name.lower())
         if found is None:
@@ -219,15 +222,18 @@ def snapshot_table(spark: SparkSession, policy: Policy, table: Table, folder: Pa
         ):
             raise PolicyError(f"{where}.columns.{name}: a measure must be numeric, the source has {simple}")
         declared_types.append(simple)
+        guard_types[name.lower()] = guard_type or simple
     staged = source.select(
         _column(fields[table.privacy_unit.lower()].name).alias("_unit"),
         *(_column(fields[name.lower()].name).alias(name) for name in published),
     ).where(F.col("_unit").isNotNull())
     version = _table_version(table, staged, published, declared_types)
+    derived = [F.expr(p) for p in derived_sql(policy, table, guard_types, "spark")]
     parent = folder / policy.name
     target = parent / f"table-{table.name.lower()}-{version[:16]}"
     if not target.is_dir():
-        _write_table(staged, published, target)
+        _write_table(staged, published, derived, target)
+        _check_derived(spark, policy, table, target)
     _prune(parent, f"table-{table.name.lower()}-*", target)
     return Snapshot(table.name, target, _table_info(spark, table, target, version))
 
@@ -236,7 +242,8 @@ def _table_version(table: Table, staged: DataFrame, published: list[str], types:
     """The declaration's digest and an in-engine fingerprint of the content: its row
     count and the sum of a hash of every row (order-free, computed in one scan)."""
     declaration: list[object] = [_LAYOUT, table.name, table.privacy_unit, table.source.kind.value]
-    declaration += [table.source.table, types, *([c.name, c.role.value] for c in table.columns)]
+    declaration += [table.source.table, types, *([c.name, c.role.value] for c in table.stored)]
+    declaration += derivations(table)
     # xxhash64 skips NULL arguments, so each value travels with its own NULL flag: a
     # value moving to the neighbouring column must change the hash
     parts = [part for name in ("_unit", *published) for part in (F.col(name), F.isnull(F.col(name)))]
@@ -251,13 +258,14 @@ def _table_version(table: Table, staged: DataFrame, published: list[str], types:
     return digest.hexdigest()
 
 
-def _write_table(staged: DataFrame, published: list[str], target: Path) -> None:
+def _write_table(staged: DataFrame, published: list[str], derived: list[Any], target: Path) -> None:
     every_value = [F.col(name).asc_nulls_first() for name in (*published, "_unit")]
     built = staged.select(
         (F.row_number().over(Window.orderBy(*every_value)) - 1).cast("bigint").alias("_rid"),
         (F.dense_rank().over(Window.orderBy("_unit")) - 1).cast("bigint").alias("_uid"),
         F.xxhash64("_unit").alias("_ukey"),
         *published,
+        *derived,
     )
     partial = _partial(target)
     try:
@@ -266,6 +274,20 @@ def _write_table(staged: DataFrame, published: list[str], target: Path) -> None:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     _publish(partial, target)
+
+
+def _check_derived(spark: SparkSession, policy: Policy, table: Table, path: Path) -> None:
+    """A map without ``other`` must cover every value of its source; a snapshot that
+    fails the check is removed, so the next open checks again."""
+    view = f"_guard_check_{uuid.uuid4().hex[:12]}"
+    spark.read.parquet(str(path)).createOrReplaceTempView(view)
+    try:
+        check_maps(policy, table, exp.to_table(view, quoted=True), "spark", lambda q: spark.sql(q).collect())
+    except PolicyError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def _table_info(spark: SparkSession, table: Table, path: Path, version: str) -> TableInfo:

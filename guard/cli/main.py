@@ -123,6 +123,8 @@ def check_policy(file: Path, state: Path | None, backend: str | None) -> None:
                 summary.add_column(name)
             for column in table.columns:
                 unit = " (privacy unit)" if column.name == table.privacy_unit else ""
+                if column.derived is not None:
+                    unit = f" ({column.derived.kind.value} of {column.derived.source})"
                 bounds = f"[{column.bounds[0]:g}, {column.bounds[1]:g}]" if column.bounds else ""
                 kind = info.types.get(column.name.lower(), "not loaded")
                 mode = ""

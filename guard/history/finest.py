@@ -96,6 +96,13 @@ class FinestCells:
         self.data_version = info.data_version
         self._dimensions = tuple(c.lower() for c in table.names(Role.DIMENSION))
         self._measures = tuple(c.lower() for c in table.names(Role.MEASURE))
+        # a row's identity across versions reads what the source holds, never a derived
+        # dimension: new bands must not make every row a new unknown (lineage.py)
+        # (dimensions, then measures: the order earlier versions' digests were made in)
+        stored = [c for c in table.stored if c.role is not Role.IDENTIFIER]
+        self._content = tuple(
+            c.name.lower() for role in (Role.DIMENSION, Role.MEASURE) for c in stored if c.role is role
+        )
         self._types = {c: info.types[c] for c in (*self._dimensions, *self._measures) if c in info.types}
         self._one_row_per_unit = info.one_row_per_unit
         self._lock = threading.Lock()
@@ -146,7 +153,7 @@ class FinestCells:
         else:
             ordered = [f"{k} NULLS FIRST" for k in key_columns]
             cell = f"DENSE_RANK() OVER (ORDER BY {', '.join(ordered)}) - 1" if key_columns else "0"
-        content = [f"COALESCE(CAST(\"{c}\" AS VARCHAR), '\\N')" for c in (*self._dimensions, *self._measures)]
+        content = [f"COALESCE(CAST(\"{c}\" AS VARCHAR), '\\N')" for c in self._content]
         content.append('CAST("_ukey" AS VARCHAR)')
         digest = "MD5_NUMBER_UPPER" if native else "MD5"
         sql = (

@@ -7,16 +7,19 @@ versions, grouped into pieces.
 
 Row identity. A row is identified by a digest of its content — the privacy unit's key
 (``_ukey``, a hash of the unit's own id, stable when other units come or go), every
-dimension and every measure — with an occurrence number among identical rows. A row
-that is unchanged between versions is the same unknown in both; an appended row is a new
-one; a deleted row stays an unknown that later versions no longer contain; a changed row
-(any value) ends one unknown and starts another, so before and after are two values of
-the same respondent, never one. The digest is computed by the engine (md5) and only its
-first 64 bits leave it; measures never do.
+dimension and every measure read from the source (not the derived dimensions, which the
+policy may redefine: new bands are a new version of the same rows) — with an occurrence
+number among identical rows. A row that is unchanged between versions is the same unknown
+in both; an appended row is a new one; a deleted row stays an unknown that later
+versions no longer contain; a changed row (any value) ends one unknown and starts
+another, so before and after are two values of the same respondent, never one. The
+digest is computed by the engine (md5) and only its first 64 bits leave it; measures
+never do.
 
 Pieces. Identities with the same finest-cell key (dimension values and NULL-ness of the
-measures) that are present in exactly the same versions form a piece; each version's
-finest cell is the union of the pieces with its key present in that version, so every
+measures) in every version they are in, and present in exactly the same versions, form
+a piece (a key can change between versions when the policy's derived dimensions do);
+each version's finest cell is the union of the pieces with its key present in that version, so every
 query set of every version is a union of pieces, and the span audit runs over pieces. A
 table with one version has one piece per finest cell (the identity map, built without
 reading identities).
@@ -92,7 +95,10 @@ class Lineage:
         unit_of = np.zeros(n, dtype=np.uint64)
         for mark, rows, ids in zip(marks, versions, identity_of, strict=True):
             presence[ids] ^= mark
-            key_of[ids] = rows.cell_keys[rows.row_cell]
+            # the keys of every version an identity is in, folded: a row's finest cell can
+            # change with the policy (new bands of a measure), so one version's key alone
+            # could join rows that an earlier version's cells tell apart
+            key_of[ids] = _mix(key_of[ids] ^ _mix(rows.cell_keys[rows.row_cell] ^ np.uint64(mark)))
             unit_of[ids] = rows.unit_key
         pieces, piece_of = np.unique(np.stack([key_of.view(np.int64), presence]), axis=1, return_inverse=True)
         piece_of = piece_of.reshape(-1).astype(np.int64)
@@ -139,6 +145,15 @@ class Lineage:
         view = self._rows.view()
         view.flags.writeable = False
         return view
+
+
+def _mix(values: Keys) -> Keys:
+    """splitmix64's finaliser: a bijection of 64-bit keys that scatters their bits."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def _identities(versions: list[VersionRows]) -> tuple[Keys, list[Ids]]:

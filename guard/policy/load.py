@@ -13,6 +13,7 @@ import yaml
 
 from guard.engines import ENGINE_NAMES, ENGINES, Engine
 from guard.errors import PolicyError
+from guard.policy.dimensions import read_derived
 from guard.policy.model import (
     Analyst,
     BackendSettings,
@@ -155,13 +156,18 @@ def _tables(r: Reader, value: Any, base: Path) -> tuple[Table, ...]:
 def _table(r: Reader, name: str, value: Any, base: Path) -> Table:
     m = r.mapping(
         value,
-        ("source", "privacy_unit", "columns", "description", "noise"),
+        ("source", "privacy_unit", "columns", "derived", "description", "noise"),
         required=("source", "privacy_unit", "columns"),
     )
     with r.at("source"):
         source = _source(r, m["source"], base)
     with r.at("columns"):
         columns = _columns(r, m["columns"])
+    if "derived" in m:
+        with r.at("derived"):
+            # appended after the declared columns: a derived dimension is a column of the
+            # table as analysts see it
+            columns += read_derived(r, m["derived"], columns, base)
     unit = r.name(m["privacy_unit"], "privacy_unit")
     by_name = {c.name.lower(): c for c in columns}
     if unit.lower() not in by_name:

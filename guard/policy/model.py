@@ -10,6 +10,7 @@ from pathlib import Path
 
 from guard.engines import Engine
 from guard.policy.credentials import ScramVerifier
+from guard.policy.derivation import Derivation
 from guard.rules import Rule
 
 __all__ = [
@@ -101,6 +102,9 @@ class Column:
     #: a measure's own protection mode (``noise:`` on the column); None: the table's,
     #: except for a narrow measure (see :attr:`protection`)
     noise: NoiseMode | None = None
+    #: how a derived dimension is computed (``derived:`` of the table); None: the
+    #: column is read from the source
+    derived: Derivation | None = None
 
     @property
     def narrow(self) -> bool:
@@ -174,6 +178,16 @@ class Table:
 
     def names(self, role: Role | None = None) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if role is None or c.role is role)
+
+    @property
+    def stored(self) -> tuple[Column, ...]:
+        """The columns read from the source: every declared one but the derived."""
+        return tuple(c for c in self.columns if c.derived is None)
+
+    @property
+    def derived(self) -> tuple[Column, ...]:
+        """The derived dimensions, computed from stored columns by the snapshot."""
+        return tuple(c for c in self.columns if c.derived is not None)
 
 
 class LinkScope(Enum):

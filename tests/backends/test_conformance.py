@@ -6,10 +6,11 @@ questions from two analysts, in order, and every answer must equal the DuckDB gu
 columns, values, flags (suppressed / withheld by the history audit) and notes, or the
 same refusal with the same message. The sequences are the seed examples (income by
 major, the Baker and Evans+Good differencing attacks, Castro's suppression pattern,
-Ms. Rich's average) plus ROLLUP / CUBE totals and rejected SQL, so cell protection,
-secondary suppression, the history audit and noise mode (with a seeded source: the
-engine computes the bounded statistics, the draws are the guard's) are all exercised
-through the engine. Then per engine: the offline audit (``guard audit``) of the students
+Ms. Rich's average) plus ROLLUP / CUBE totals, a derived dimension (hospital's area,
+computed in each engine's snapshot) and rejected SQL, so cell protection, secondary
+suppression, the history audit and noise mode (with a seeded source: the engine
+computes the bounded statistics, the draws are the guard's) are all exercised through
+the engine. Then per engine: the offline audit (``guard audit``) of the students
 log finds what DuckDB's finds; table facts equal DuckDB's, capabilities are declared,
 and generated SQL renders in the engine's dialect without approximation.
 """
@@ -81,6 +82,10 @@ SEQUENCES: dict[str, list[tuple[str, str]]] = {
         ("alice", "SELECT AVG(income) AS mean_income FROM hospital WHERE town = 'Enfield'"),
         ("bob", "SELECT town, COUNT(*) AS patients FROM hospital GROUP BY town"),
         ("bob", "SELECT SUM(income) FROM hospital WHERE town <> 'Enfield'"),
+        # area is a derived dimension (a map of town): computed in each engine's snapshot
+        ("alice", "SELECT area, town, COUNT(*) AS patients FROM hospital GROUP BY ROLLUP (area, town)"),
+        ("bob", "SELECT area, AVG(income) FROM hospital WHERE area <> 'East' GROUP BY area"),
+        ("alice", "SELECT DISTINCT area FROM hospital"),
     ],
     "hospital-dp": [
         (

@@ -74,6 +74,7 @@ def _people_policy(
     pg_policy: Callable[..., Path],
     source: str,
     tweak: Callable[[dict[str, Any]], None] | None = None,
+    derived: dict[str, Any] | None = None,
     **backend: str | None,
 ) -> Path:
     def change(document: dict[str, Any]) -> None:
@@ -94,6 +95,8 @@ def _people_policy(
         }
         if tweak is not None:
             tweak(document["tables"]["people"]["columns"])
+        if derived is not None:
+            document["tables"]["people"]["derived"] = derived
 
     return pg_policy("students", change, **backend)
 
@@ -122,6 +125,50 @@ def test_table_source(pg_policy: Callable[..., Path], people: str, tmp_path: Pat
         assert sorted((row["amount"] for row in rows), key=str) == [10.5, 20.0, 7.25, 7.25, None]
         answer = guard.query("SELECT year, SUM(amount) FROM people GROUP BY year", analyst="alice")
         assert answer.columns[0] == "year"
+
+
+def test_table_source_derived_dimensions(pg_policy: Callable[..., Path], people: str, tmp_path: Path) -> None:
+    """Derived dimensions of a PostgreSQL table: computed in the engine by the same CASE
+    as DuckDB's, text columns, checked for unmapped values, part of the data version."""
+    derived: dict[str, Any] = {
+        "area": {"from": "region", "map": {"N": "North", "S": "South"}},
+        "period": {"from": "year", "bands": [{"upto": 2020, "label": "early"}, {"label": "late"}]},
+        "level": {"from": "amount", "labels": {7.25: "low"}, "other": "other"},
+    }
+
+    def opened(folder: str) -> Guard:
+        return Guard.open(_people_policy(pg_policy, people, derived=derived), state=tmp_path / folder)
+
+    with opened("a") as guard:
+        info = guard.backend.table_info("people")
+        assert {k: info.types[k] for k in derived} == {
+            "area": "VARCHAR",
+            "period": "VARCHAR",
+            "level": "VARCHAR",
+        }
+        assert {k: info.units_with_value[k] for k in derived} == {"area": 2, "period": 3, "level": 2}
+        rows = _rows(guard, "people", ["region", "year", "amount", "area", "period", "level"])
+        assert sorted((row[3:] for row in rows), key=repr) == sorted(
+            [
+                ("N", 2020, 10.5, "North", "early", "other"),
+                ("S", 2021, 20.0, "South", "late", "other"),
+                (None, 2020, None, None, "early", None),
+                ("N", 2020, 7.25, "North", "early", "low"),
+                ("N", 2020, 7.25, "North", "early", "low"),
+            ],
+            key=repr,
+        )
+        answer = guard.query(
+            "SELECT area, COUNT(*) FROM people WHERE period = 'early' GROUP BY area", "alice"
+        )
+        assert answer.columns[0] == "area"
+        version = info.data_version
+    derived["area"]["map"]["S"] = "Elsewhere"
+    with opened("b") as guard:
+        assert guard.backend.table_info("people").data_version != version
+    del derived["area"]["map"]["S"]
+    with pytest.raises(PolicyError, match=r"derived.area.map: region has 1 value with no label \('S'\)"):
+        opened("c")
 
 
 def test_table_source_version_follows_the_data(

@@ -87,7 +87,10 @@ SCHEMA = "pid BIGINT, name STRING, region STRING, day DATE, income DECIMAL(10,2)
 
 
 def _people_policy(
-    folder: Path, table: str = "global_temp.people", extra: dict[str, Any] | None = None
+    folder: Path,
+    table: str = "global_temp.people",
+    extra: dict[str, Any] | None = None,
+    derived: dict[str, Any] | None = None,
 ) -> Path:
     document = {
         "name": "people",
@@ -108,6 +111,8 @@ def _people_policy(
         },
         "analysts": {"alice": {}},
     }
+    if derived is not None:
+        document["tables"]["people"]["derived"] = derived  # type: ignore[index]
     path = folder / "people.yaml"
     path.write_text(yaml.safe_dump(document))
     return path
@@ -145,6 +150,51 @@ def test_table_source_snapshot(spark: Any, tmp_path: Path) -> None:
         reopened.close()
     finally:
         spark.catalog.dropGlobalTempView("people")
+
+
+def test_table_source_derived_dimensions(spark: Any, tmp_path: Path) -> None:
+    """Derived dimensions of a table Spark already has: computed in Spark by the same
+    CASE as DuckDB's, text columns, checked for unmapped values, part of the version."""
+    spark.createDataFrame(PEOPLE, SCHEMA).createOrReplaceGlobalTempView("people_d")
+    bands = [{"below": 5, "label": "small"}, {"label": "large"}]
+    derived = {
+        "area": {"from": "region", "map": {"north": "N", "south": "S"}},
+        "size": {"from": "income", "bands": bands},
+    }
+    try:
+        backend = SparkBackend(load_policy(_people_policy(tmp_path, "global_temp.people_d", derived=derived)))
+        try:
+            info = backend.table_info("people")
+            assert (info.types["area"], info.types["size"]) == ("VARCHAR", "VARCHAR")
+            assert info.units_with_value["area"] == 3 and info.units_with_value["size"] == 3
+            rows = _all_rows(backend, "people", ("region", "income", "area", "size"))
+            expected = {
+                ("north", 10.5, "N", "large"),
+                ("north", 4.0, "N", "small"),
+                ("south", None, "S", None),
+            }
+            assert expected | {(None, 7.25, None, "large"), ("south", 1.0, "S", "small")} == set(rows)
+            version = info.data_version
+        finally:
+            backend.close()
+        derived["area"]["map"]["south"] = "South"
+        changed = SparkBackend(load_policy(_people_policy(tmp_path, "global_temp.people_d", derived=derived)))
+        assert changed.table_info("people").data_version != version
+        changed.close()
+        del derived["area"]["map"]["south"]
+        (tmp_path / "x").mkdir()
+        (tmp_path / "y").mkdir()
+        with pytest.raises(
+            PolicyError, match=r"derived.area.map: region has 1 value with no label \('south'\)"
+        ):
+            SparkBackend(load_policy(_people_policy(tmp_path / "x", "global_temp.people_d", derived=derived)))
+        dated = {"when": {"from": "day", "labels": {"2024-01-01": "new year"}}}
+        with pytest.raises(
+            PolicyError, match=r"derived.when.from: day has DATE; a map or labels need a number"
+        ):
+            SparkBackend(load_policy(_people_policy(tmp_path / "y", "global_temp.people_d", derived=dated)))
+    finally:
+        spark.catalog.dropGlobalTempView("people_d")
 
 
 @pytest.mark.parametrize(

@@ -122,6 +122,27 @@ def test_sqlalchemy_reflects_a_table(engine: Any) -> None:
     assert qualified.columns.keys() == table.columns.keys()
 
 
+def test_sqlalchemy_reflects_a_derived_dimension_as_a_text_column(serve: Any) -> None:
+    """hospital.yaml derives area from town: a column of the table as analysts see it."""
+    endpoint = serve("hospital")
+    engine = sa.create_engine(f"postgresql+psycopg://alice:alice-demo@127.0.0.1:{endpoint.port}/statguard")
+    try:
+        table = sa.Table("hospital", sa.MetaData(), autoload_with=engine)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                sa.text("SELECT area, COUNT(*) AS n FROM hospital WHERE area = 'North' GROUP BY area")
+            ).all()
+    finally:
+        engine.dispose()
+    assert [(c.name, str(c.type)) for c in table.columns] == [
+        ("town", "TEXT"),
+        ("income", "BIGINT"),
+        ("area", "TEXT"),
+    ]
+    assert table.columns["area"].comment == "London sub-region of the town"
+    assert [tuple(row) for row in rows] == [("North", 83)]
+
+
 def test_superset_inspector_calls(engine: Any) -> None:
     inspector = sa.inspect(engine)
     assert inspector.get_schema_names() == ["information_schema", "public"]
