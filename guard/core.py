@@ -175,7 +175,7 @@ class Guard:
         if request.shape is not None:
             return None
         who = self._analyst(request.analyst)
-        plan = plan_outer(request.sql, self.policy, who, self._column_types, parameters)
+        plan = plan_outer(request.sql, self.policy, who, self.column_types, parameters)
         if plan is not None:
             describe_outer(plan)  # runs on empty answers: fail before any inner query is asked
         return plan
@@ -284,12 +284,13 @@ class Guard:
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""
-        front = read_query(request.sql, self.policy, who, self._column_types, parameters, request.trace)
+        front = read_query(request.sql, self.policy, who, self.column_types, parameters, request.trace)
         request.shape = front.shape
         request.info = self.backend.table_info(front.table.name)
         return front
 
-    def _column_types(self, table: str) -> Mapping[str, str]:
+    def column_types(self, table: str) -> Mapping[str, str]:
+        """The engine's column types of the declared ``table`` (lower-cased names)."""
         return self.backend.table_info(table).types
 
     def _cells(self, shape: QueryShape, info: TableInfo) -> tuple[QueryShape, CellGrid]:
@@ -310,7 +311,7 @@ class Guard:
         grouped = f" GROUP BY {dimensions}" if dimensions else ""
         select = f"{dimensions}, {sums}" if dimensions else sums
         sql = f'SELECT {select} FROM "{table.name}"{grouped}'
-        front = read_query(sql, self.policy, None, self._column_types)
+        front = read_query(sql, self.policy, None, self.column_types)
         shape, grid = self._cells(front.shape, info)
         values = {
             space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()

@@ -57,8 +57,9 @@ def is_outer_shape(tree: exp.Expr) -> bool:
 
 def computes_on_aggregates(select: exp.Select) -> bool:
     """Whether ``select`` computes with its aggregates beyond naming them: an output
-    that is an expression of aggregates (``SUM(x) / COUNT(*)``, ``ROUND(AVG(x))``),
-    HAVING, QUALIFY, a window function, or DISTINCT over aggregates."""
+    that is an expression of aggregates (``SUM(x) / COUNT(*)``, ``ROUND(AVG(x))``) or a
+    constant beside them (a label, as a UNION's branches have), HAVING, QUALIFY, a
+    window function, or DISTINCT over aggregates."""
     if select.args.get("having") is not None or select.args.get("qualify") is not None:
         return True
     units = [unit for p in select.expressions for unit in aggregate_units(p)]
@@ -71,6 +72,8 @@ def computes_on_aggregates(select: exp.Select) -> bool:
         inside = list(aggregate_units(node))
         if inside and inside != [node]:
             return True
+        if units and not inside and not node.find(exp.Column, exp.Star):
+            return True  # a constant output
     return False
 
 

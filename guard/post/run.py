@@ -1,15 +1,19 @@
 """Run the outer query on the protected answers, and nothing else.
 
-A fresh in-memory DuckDB per request, with external access off and its configuration
-locked before any SQL of the analyst runs, holds one table per inner query: the
-protected answer (withheld cells are NULL: the true values never enter it) and, beside
-each aggregate column, that cell's level (0 released, 1 noised, 2 withheld). The graded
-outer query (``taint.py``) reads only those tables.
+One in-memory DuckDB per process, empty, with external access off and its configuration
+locked when it is created, before any SQL of an analyst runs. Each request gets a fresh
+connection to it (a cursor: opening a database costs some 15 ms, a connection
+microseconds) holding one TEMP table per inner query — temporary tables belong to their
+connection, so no request sees another's — with the protected answer (withheld cells
+are NULL: the true values never enter it) and, beside each aggregate column, that
+cell's level (0 released, 1 noised, 2 withheld). The graded outer query (``taint.py``)
+reads only those tables; the connection is closed, and its tables dropped, after it.
 """
 
 from __future__ import annotations
 
 import decimal
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,11 +83,23 @@ def describe_outer(plan: OuterPlan) -> tuple[tuple[str, str], ...]:
     return tuple((name, str(column[1])) for name, column in zip(plan.columns, description, strict=False))
 
 
+_ENGINE: list[duckdb.DuckDBPyConnection] = []
+_ENGINE_LOCK = threading.Lock()
+
+
+def _engine() -> duckdb.DuckDBPyConnection:
+    """The process's empty, locked-down in-memory database (created on first use)."""
+    with _ENGINE_LOCK:
+        if not _ENGINE:
+            _ENGINE.append(duckdb.connect(":memory:", config=dict(_LOCKED)))
+        return _ENGINE[0]
+
+
 class _connection:
-    """The locked-down connection holding the answers (None: empty tables)."""
+    """A fresh connection holding the answers as its TEMP tables (None: empty tables)."""
 
     def __init__(self, plan: OuterPlan, answers: Sequence[ProtectedResult] | None) -> None:
-        self.connection = duckdb.connect(":memory:", config=dict(_LOCKED))
+        self.connection = _engine().cursor()
         try:
             for i, inner in enumerate(plan.inners):
                 columns = []
@@ -91,7 +107,7 @@ class _connection:
                     columns.append(f"{_ident(name)} {kind}")
                     if graded:
                         columns.append(f"{_ident(name + LEVEL_SUFFIX)} TINYINT")
-                self.connection.execute(f"CREATE TABLE {_ident(inner.table)} ({', '.join(columns)})")
+                self.connection.execute(f"CREATE TEMP TABLE {_ident(inner.table)} ({', '.join(columns)})")
                 if answers is not None:
                     self._load(inner.table, inner.graded, answers[i], len(columns))
         except BaseException:

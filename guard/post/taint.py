@@ -127,6 +127,8 @@ class _Select:
                 name = source.name.lower()
                 self.env[alias] = ctes[name] if name in ctes else answers[name]
         self.aliases = {p.alias.lower(): p.this for p in select.expressions if isinstance(p, exp.Alias)}
+        self.row_extra: _Level = None
+        self.group_extra: _Level = None
         self.grouped = select.args.get("group") is not None or any(
             _is_aggregate(node) for part in self._computed() for node in part.walk()
         )
@@ -144,27 +146,23 @@ class _Select:
                 "named windows (WINDOW w AS ...) are not supported over protected answers: write "
                 "the window in OVER (...)"
             )
-        extra = self._filters()
-        having = select.args.get("having")
-        if having is not None:
-            level = self.level(having.this, self.grouped)
-            known = _greatest([level, extra])
-            if known is not None:
-                having.set("this", exp.and_(having.this, exp.not_(_withheld(known))))
-            extra = known
-        qualify = select.args.get("qualify")
-        if qualify is not None:
-            level = self.level(qualify.this, self.grouped)
-            if level is not None:
-                qualify.set("this", exp.and_(qualify.this, exp.not_(_withheld(level))))
-            extra = _greatest([extra, level])
+        self.row_extra, self.group_extra = self._filters()
+        for clause in ("having", "qualify"):
+            holder = select.args.get(clause)
+            if holder is None:
+                continue
+            level = self.output_level(holder.this)
+            if level is not None:  # an unknown condition drops the row (group), as NULL does
+                holder.set("this", exp.and_(exp.paren(holder.this), exp.not_(_withheld(level))))
+            # the rows kept by a noised condition are noised (the others are gone)
+            self.row_extra = _greatest([self.row_extra, level])
         outputs: list[tuple[str, bool]] = []
         companions: list[exp.Expr] = []
         for projection in list(select.expressions):
             if not isinstance(projection, exp.Alias):
                 text = projection.sql(dialect="duckdb")[:60]
                 raise QueryRejected(f"cannot follow the output {text}: give it an alias")
-            level = _greatest([self.level(projection.this, self.grouped), extra])
+            level = self.output_level(projection.this)
             name = projection.alias
             companion = exp.Literal.number(RELEASED) if level is None else _known(level)
             companions.append(exp.alias_(companion, name + LEVEL_SUFFIX, quoted=True))
@@ -176,12 +174,23 @@ class _Select:
                 key = ordered.this
                 if (isinstance(key, exp.Column) and not key.table) or isinstance(key, exp.Literal):
                     continue  # an output, already withheld where it must be
-                ordered.set("this", _masked(key, self.level(key, self.grouped)))
+                ordered.set("this", _masked(key, self.output_level(key)))
         select.set("expressions", [*select.expressions, *companions])
         return outputs
 
-    def _filters(self) -> _Level:
-        """Apply the row filters (JOIN ON, WHERE); the level they add to every output."""
+    def output_level(self, node: exp.Expr) -> _Level:
+        """The level of an output (or HAVING, QUALIFY, ORDER BY) of this SELECT: its own,
+        the row filters' (noised rows), and in a grouped SELECT, for what aggregates,
+        the level of its group's completeness."""
+        computed = self.grouped and any(_is_aggregate(n) or isinstance(n, exp.Window) for n in node.walk())
+        extras = [self.row_extra, self.group_extra if computed else None]
+        return _greatest([self.level(node, self.grouped), *extras])
+
+    def _filters(self) -> tuple[_Level, _Level]:
+        """Apply the row filters (JOIN ON, WHERE). Returns the level they add to every
+        output, and in a grouped SELECT the level of each group's completeness (a row an
+        unknown filter might have dropped, a key withheld anywhere), which every value
+        computed by an aggregate carries."""
         select = self.select
         conditions: list[tuple[exp.Expr, str]] = [
             (join, "on") for join in select.args.get("joins") or [] if join.args.get("on") is not None
@@ -201,14 +210,14 @@ class _Select:
                 holder.set(key, exp.and_(exp.paren(condition), exp.not_(_withheld(level))))
         row = _greatest(levels)
         if not self.grouped:
-            return row
+            return row, None
         keys: list[_Level] = []
         group = select.args.get("group")
         if group is not None:
             keys = [self.level(column, False) for column in group.find_all(exp.Column)]
         keyed = _greatest(keys)
         anywhere = None if keyed is None else exp.Window(this=exp.Max(this=exp.Max(this=keyed.copy())))
-        return _greatest([_max(row), _max(keyed), anywhere])
+        return None, _greatest([_max(row), _max(keyed), anywhere])
 
     def level(self, node: exp.Expr, grouped: bool) -> _Level:
         """The level of ``node``; ``grouped``: outside every aggregate of a grouped

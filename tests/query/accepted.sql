@@ -391,3 +391,15 @@ SELECT DISTINCT major, COUNT(*) FROM students GROUP BY major
 -- case: arithmetic on GROUPING()
 -- rows: 3
 SELECT major, GROUPING(major) + 1, COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- case: a constant output beside aggregates (a label, as UNION branches have)
+-- rows: 1
+SELECT 1, COUNT(*) FROM students
+
+-- case: a constant label
+-- rows: 1
+SELECT 'x' AS label, COUNT(*) FROM students
+
+-- case: a total row labelled in a UNION ALL
+-- rows: 3
+SELECT major, COUNT(*) FROM students GROUP BY major UNION ALL SELECT 'all', COUNT(*) FROM students
