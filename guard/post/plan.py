@@ -30,10 +30,11 @@ from guard.post.outer import (
 )
 from guard.post.split import row_aggregates, split_select
 from guard.post.taint import grade
-from guard.query.front import FrontResult, read_query
+from guard.query.front import FrontResult, read_query, visible_tables
 from guard.query.parameters import Parameter
 from guard.query.parse import DIALECT, parse
 from guard.query.shape import AggFunc, OutputKind
+from guard.query.validate import validate
 
 __all__ = ["MAX_INNER_QUERIES", "Inner", "OuterPlan", "plan_outer"]
 
@@ -90,6 +91,8 @@ def plan_outer(
             does something other than compute on the answers.
     """
     tree = parse(sql, policy.limits, parameters)
+    if isinstance(tree, exp.Select) and _reads_no_row(tree):
+        return _no_row_plan(tree, policy, analyst)
     if not isinstance(tree, exp.Query) or not is_outer_shape(tree):
         return None
     leaves = find_leaves(tree)
@@ -123,6 +126,34 @@ def plan_outer(
     assert isinstance(qualified, exp.Query)
     graded = grade(qualified, {inner.table.lower(): inner.levelled for inner in inners})
     return OuterPlan(tuple(inners), qualified.sql(dialect=DIALECT), graded.names, graded.graded)
+
+
+_NOT_IN_A_PROBE = ("joins", "group", "having", "qualify", "distinct", "with_", "windows")
+
+
+def _reads_no_row(select: exp.Select) -> bool:
+    """A probe that reads no row of its table: constant outputs, ``LIMIT 0``, and no
+    column anywhere (Metabase asks ``SELECT TRUE AS "_" FROM t WHERE 1 <> 1 LIMIT 0``
+    to learn whether it may read ``t``)."""
+    limit = select.args.get("limit")
+    amount = limit.expression if isinstance(limit, exp.Limit) else None
+    if not (isinstance(amount, exp.Literal) and amount.this == "0"):
+        return False
+    if any(select.args.get(k) for k in _NOT_IN_A_PROBE):
+        return False
+    constants = all(isinstance(p.unalias(), exp.Literal | exp.Boolean | exp.Null) for p in select.expressions)
+    return constants and not select.find(exp.Column, exp.Subquery, exp.Star)
+
+
+def _no_row_plan(select: exp.Select, policy: Policy, analyst: Analyst) -> OuterPlan:
+    """The plan of a probe that reads no row: its table checked as any query's is (so an
+    undeclared table or a catalog is refused in the same words), its answer computed on
+    no answer at all."""
+    validate(select.copy(), visible_tables(policy, analyst))
+    _label(select)
+    constants = exp.select(*(p.copy() for p in select.expressions)).limit(0)
+    names = tuple(p.alias_or_name for p in select.expressions)
+    return OuterPlan((), constants.sql(dialect=DIALECT), names, tuple(False for _ in names))
 
 
 def _inner(

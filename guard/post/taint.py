@@ -90,7 +90,8 @@ def _greatest(levels: Iterable[_Level]) -> _Level:
         return None
     if len(present) == 1:
         return present[0]
-    return exp.Greatest(this=present[0], expressions=present[1:])
+    # DuckDB's GREATEST skips NULLs (sqlglot's Greatest would be written NULL-strict)
+    return exp.Anonymous(this="GREATEST", expressions=present)
 
 
 def _known(level: exp.Expr) -> exp.Expr:
@@ -146,6 +147,7 @@ class _Select:
                 "named windows (WINDOW w AS ...) are not supported over protected answers: write "
                 "the window in OVER (...)"
             )
+        self._check_joins()
         self.row_extra, self.group_extra = self._filters()
         for clause in ("having", "qualify"):
             holder = select.args.get(clause)
@@ -185,6 +187,32 @@ class _Select:
         computed = self.grouped and any(_is_aggregate(n) or isinstance(n, exp.Window) for n in node.walk())
         extras = [self.row_extra, self.group_extra if computed else None]
         return _greatest([self.level(node, self.grouped), *extras])
+
+    def _check_joins(self) -> None:
+        """Refuse the joins whose effect on a row the levels cannot follow: a join on
+        columns it does not name (NATURAL, POSITIONAL, ASOF), and an outer or anti join
+        on values that may be withheld (a row without a match there would come out
+        looking released)."""
+        for join in self.select.args.get("joins") or []:
+            method = str(join.args.get("method") or "").upper()
+            if method:
+                raise QueryRejected(
+                    f"{method} JOIN is not supported over protected answers: join with ON on the group keys"
+                )
+            using = [i.name.lower() for i in join.args.get("using") or []]
+            if any(env.get(name) for env in self.env.values() for name in using):
+                raise QueryRejected(
+                    "JOIN ... USING a column computed from aggregates is not supported over protected "
+                    "answers: join on the group keys"
+                )
+            outer = join.args.get("side") or str(join.args.get("kind") or "").upper() == "ANTI"
+            condition = join.args.get("on")
+            if outer and condition is not None and self.level(condition, False) is not None:
+                raise QueryRejected(
+                    "an outer or anti join on values computed from aggregates is not supported over "
+                    "protected answers (a withheld value would leave a row unmatched that looks "
+                    "released): join on the group keys, or use an inner join"
+                )
 
     def _filters(self) -> tuple[_Level, _Level]:
         """Apply the row filters (JOIN ON, WHERE). Returns the level they add to every
