@@ -35,6 +35,11 @@ _LOCKED: dict[str, str | int | float | list[str]] = {
     "memory_limit": "256MB",
     "lock_configuration": True,
 }
+#: seconds the outer query may run: it computes on answers (small tables), but a cross
+#: join of several answers grows as their product
+TIME_LIMIT = 30.0
+#: rows an outer query may return (the answers it reads are aggregate answers)
+MAX_ROWS = 1_000_000
 #: rows inserted per statement (one prepared INSERT of many rows is much faster than
 #: one per row, and DuckDB bounds the parameters of one statement)
 _BATCH = 200
@@ -51,10 +56,24 @@ def run_outer(plan: OuterPlan, answers: Sequence[ProtectedResult]) -> ProtectedR
         BackendError: the in-memory engine failed.
     """
     with _connection(plan, answers) as connection:
+        timer = threading.Timer(TIME_LIMIT, connection.interrupt)
+        timer.start()
         try:
-            rows = connection.execute(plan.sql).fetchall()
+            rows = connection.execute(plan.sql).fetchmany(MAX_ROWS + 1)
+        except duckdb.InterruptException:
+            raise QueryRejected(
+                f"the computation over the protected answers ran longer than {TIME_LIMIT:g} s: "
+                "compute less at once (a join of answers grows as the product of their rows)"
+            ) from None
         except duckdb.Error as error:
             raise _failed("the computation over the protected answers failed", error) from None
+        finally:
+            timer.cancel()
+    if len(rows) > MAX_ROWS:
+        raise QueryRejected(
+            f"the computation over the protected answers returns more than {MAX_ROWS:,} rows: "
+            "aggregate it, or add a LIMIT"
+        )
     n = len(plan.columns)
     flags_of = {0: Flag.RELEASED.value, NOISED: Flag.NOISED.value, SUPPRESSED: Flag.SUPPRESSED.value}
     values: list[list[Any]] = []
@@ -95,11 +114,19 @@ def _engine() -> duckdb.DuckDBPyConnection:
         return _ENGINE[0]
 
 
+def _fresh() -> duckdb.DuckDBPyConnection:
+    """A new connection to the engine (made under the lock: the engine's own connection
+    object is shared by every thread; each request then uses its own)."""
+    engine = _engine()
+    with _ENGINE_LOCK:
+        return engine.cursor()
+
+
 class _connection:
     """A fresh connection holding the answers as its TEMP tables (None: empty tables)."""
 
     def __init__(self, plan: OuterPlan, answers: Sequence[ProtectedResult] | None) -> None:
-        self.connection = _engine().cursor()
+        self.connection = _fresh()
         try:
             for i, inner in enumerate(plan.inners):
                 columns = []

@@ -148,3 +148,39 @@ def test_noised_answers_are_post_processed_and_charged_once(tmp_path: Path) -> N
     assert all(v is None or float(v) % 100 == 0 for _, v in result.rows)
     assert [row["decision"] for row in log] == ["answered", "post-processed"]
     assert len(budget["charges"]) == 1
+
+
+def test_a_computation_that_grows_too_much_is_refused(shared: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    import guard.post.run as run
+
+    cells = "(SELECT sex, major, class, COUNT(*) AS n FROM students GROUP BY ALL)"
+    monkeypatch.setattr(run, "MAX_ROWS", 100)
+    with pytest.raises(QueryRejected, match="returns more than 100 rows"):
+        shared.query(f"SELECT a.n FROM {cells} a, {cells} b, {cells} c", "alice")
+    monkeypatch.setattr(run, "TIME_LIMIT", 0.2)
+    joined = ", ".join(f"{cells} t{i}" for i in range(8))
+    window = "SUM(t0.n * t1.n - t2.n) OVER (ORDER BY t3.n + t4.n - t5.n)"
+    with pytest.raises(QueryRejected, match=r"ran longer than 0\.2 s"):
+        shared.query(f"SELECT {window} FROM {joined}", "alice")
+
+
+def test_plain_queries_never_reach_the_outer_layer(shared: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An accepted plain query takes the plain path only; a rejected one that computes
+    on nothing keeps its own message."""
+    import guard.core
+
+    def unexpected(*_: object, **__: object) -> None:
+        raise AssertionError("plan_outer called")
+
+    monkeypatch.setattr(guard.core, "plan_outer", unexpected)
+    shared.query("SELECT major, SUM(income) FROM students GROUP BY major", "alice")
+    monkeypatch.undo()
+    with pytest.raises(QueryRejected, match="SELECT \\* is not allowed"):
+        shared.query("SELECT * FROM students", "alice")
+
+
+def test_the_read_probe_of_metabase_is_answered_empty(shared: Guard) -> None:
+    result = shared.query('SELECT TRUE AS "_" FROM "public"."students" WHERE 1 <> 1 LIMIT 0', "alice")
+    assert list(result.columns) == ["_"] and list(result.rows) == []
+    with pytest.raises(QueryRejected, match="unknown table"):
+        shared.query('SELECT TRUE AS "_" FROM "public"."secret" WHERE 1 <> 1 LIMIT 0', "alice")
