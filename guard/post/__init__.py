@@ -9,7 +9,7 @@ parts:
 
     plan.py    the inner queries (each a plain aggregate query: ``split.py`` splits a
                SELECT that computes on its own aggregates, ``outer.py`` finds the
-               SELECTs that read tables) and the outer query, checked (``outer.py``),
+               SELECTs that read tables) and the outer query, checked (``allow.py``),
                qualified and graded (``taint.py``)
     run.py     the outer query on the protected answers only, in a fresh locked-down
                in-memory DuckDB; flags carried through (``taint.py``)

@@ -18,11 +18,11 @@ from sqlglot.optimizer.qualify import qualify
 
 from guard.errors import QueryRejected
 from guard.policy.model import Analyst, NoiseMode, Policy
+from guard.post.allow import check_outer
 from guard.post.labels import label
 from guard.post.outer import (
     ANSWER_PREFIX,
     Leaf,
-    check_outer,
     computes_on_aggregates,
     find_leaves,
     is_outer_shape,

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from guard.errors import QueryRejected
-from guard.post.outer import AGGREGATES, sources
+from guard.post.allow import AGGREGATES
+from guard.post.outer import sources
 
 __all__ = ["LEVEL_SUFFIX", "NOISED", "RELEASED", "SUPPRESSED", "Graded", "grade"]
 
