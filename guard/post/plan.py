@@ -113,6 +113,7 @@ def plan_outer(
             leaf.select.replace(replacement)
     check_outer(tree, frozenset(inner.table for inner in inners))
     _label(tree)
+    spelled = _spellings(tree, inners)
     schema: dict[str, object] = {i.table: dict(zip(i.columns, i.types, strict=True)) for i in inners}
     try:
         qualified = qualify(tree, schema=schema, dialect=DIALECT, quote_identifiers=True)
@@ -125,7 +126,23 @@ def plan_outer(
         raise QueryRejected(f"cannot read the query over protected answers: {_first_line(error)}") from None
     assert isinstance(qualified, exp.Query)
     graded = grade(qualified, {inner.table.lower(): inner.levelled for inner in inners})
-    return OuterPlan(tuple(inners), qualified.sql(dialect=DIALECT), graded.names, graded.graded)
+    names = tuple(spelled.get(name.lower(), name) for name in graded.names)
+    return OuterPlan(tuple(inners), qualified.sql(dialect=DIALECT), names, graded.graded)
+
+
+def _spellings(tree: exp.Expr, inners: Sequence[Inner]) -> dict[str, str]:
+    """Each name as the analyst spelled it, by its lower-cased form: qualifying folds
+    names to lower case (DuckDB compares them so), but an output is labelled as written
+    (Superset reads back its alias "AVG(income)")."""
+    spelled: dict[str, str] = {}
+    for inner in inners:
+        for column in inner.columns:
+            spelled.setdefault(column.lower(), column)
+    for select in tree.find_all(exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Alias):
+                spelled[projection.alias.lower()] = projection.alias
+    return spelled
 
 
 _NOT_IN_A_PROBE = ("joins", "group", "having", "qualify", "distinct", "with_", "windows")

@@ -184,3 +184,16 @@ def test_the_read_probe_of_metabase_is_answered_empty(shared: Guard) -> None:
     assert list(result.columns) == ["_"] and list(result.rows) == []
     with pytest.raises(QueryRejected, match="unknown table"):
         shared.query('SELECT TRUE AS "_" FROM "public"."secret" WHERE 1 <> 1 LIMIT 0', "alice")
+
+
+def test_outputs_keep_the_names_as_written(shared: Guard) -> None:
+    """Names are compared without case (as DuckDB does) but labelled as written: Superset
+    reads its metric back by its alias."""
+    result = shared.query(
+        'SELECT "Major", "AVG(income)" FROM (SELECT major AS "Major", AVG(income) AS "AVG(income)" '
+        "FROM students GROUP BY major) AS virtual_table",
+        "alice",
+    )
+    assert list(result.columns) == ["Major", "AVG(income)"]
+    star = shared.query('SELECT * FROM (SELECT COUNT(*) AS "Total" FROM students) t', "alice")
+    assert list(star.columns) == ["Total"]
