@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,8 +57,7 @@ def run_outer(plan: OuterPlan, answers: Sequence[ProtectedResult]) -> ProtectedR
         BackendError: the in-memory engine failed.
     """
     with _connection(plan, answers) as connection:
-        timer = threading.Timer(TIME_LIMIT, connection.interrupt)
-        timer.start()
+        watched = _WATCHDOG.watch(connection, TIME_LIMIT)
         try:
             rows = connection.execute(plan.sql).fetchmany(MAX_ROWS + 1)
         except duckdb.InterruptException:
@@ -68,7 +68,7 @@ def run_outer(plan: OuterPlan, answers: Sequence[ProtectedResult]) -> ProtectedR
         except duckdb.Error as error:
             raise _failed("the computation over the protected answers failed", error) from None
         finally:
-            timer.cancel()
+            _WATCHDOG.done(watched)
     if len(rows) > MAX_ROWS:
         raise QueryRejected(
             f"the computation over the protected answers returns more than {MAX_ROWS:,} rows: "
@@ -102,6 +102,43 @@ def describe_outer(plan: OuterPlan) -> tuple[tuple[str, str], ...]:
     return tuple((name, str(column[1])) for name, column in zip(plan.columns, description, strict=False))
 
 
+class _Watchdog:
+    """Interrupts the outer queries that overrun their time. One daemon thread looks at
+    the running queries a few times a second (a timer thread per query costs more than
+    many a query takes to run; a limit of seconds needs no finer aim)."""
+
+    TICK = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[float, duckdb.DuckDBPyConnection]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def watch(self, connection: duckdb.DuckDBPyConnection, seconds: float) -> int:
+        with self._lock:
+            self._next += 1
+            self._running[self._next] = (time.monotonic() + seconds, connection)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="post-watchdog", daemon=True)
+                self._thread.start()
+            return self._next
+
+    def done(self, token: int) -> None:
+        with self._lock:
+            self._running.pop(token, None)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self._lock:
+                overdue = [connection for deadline, connection in self._running.values() if deadline <= now]
+            for connection in overdue:
+                connection.interrupt()
+
+
+_WATCHDOG = _Watchdog()
 _ENGINE: list[duckdb.DuckDBPyConnection] = []
 _ENGINE_LOCK = threading.Lock()
 
