@@ -98,6 +98,7 @@ def split_select(select: exp.Select, answer: str, columns: frozenset[str]) -> Sp
             projection.replace(exp.alias_(projection.copy(), label(projection), quoted=True))
 
     aggregates: dict[str, str] = {}
+    placed: set[int] = set()  # the hidden columns put in place of aggregates
     inner_outputs: list[exp.Expr] = [
         exp.alias_(column.copy(), key_names[name], quoted=True) for name, column in keys.items()
     ]
@@ -106,13 +107,15 @@ def split_select(select: exp.Select, answer: str, columns: frozenset[str]) -> Sp
         if text not in aggregates:
             aggregates[text] = f"_a{len(aggregates)}"
             inner_outputs.append(exp.alias_(unit.copy(), aggregates[text], quoted=True))
-        unit.replace(exp.column(aggregates[text], table=alias, quoted=True))
+        hidden_aggregate = exp.column(aggregates[text], table=alias, quoted=True)
+        placed.add(id(hidden_aggregate))
+        unit.replace(hidden_aggregate)
 
     stray: list[str] = []
     output_names = {p.alias.lower() for p in outer.expressions if isinstance(p, exp.Alias)}
     for part in list(_computed(outer)):
         for column in list(part.find_all(exp.Column)):
-            if column.table == alias and column.name in aggregates.values():
+            if id(column) in placed:
                 continue  # a hidden aggregate put there above
             if not column.table and column.name.lower() in output_names and _refers_to_output(column):
                 continue  # ORDER BY / HAVING naming an output, read from the outer SELECT
