@@ -26,6 +26,8 @@ from guard.noise.stage import NoiseStage
 from guard.plan.rewrite import rewrite
 from guard.policy.load import load_policy
 from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Table
+from guard.post.plan import OuterPlan, plan_outer
+from guard.post.run import describe_outer, run_outer
 from guard.protection.answer import protect_with_decision
 from guard.protection.decide import Decision, value_aggregates, with_sums
 from guard.protection.explain import Explanation, explain_decision
@@ -53,6 +55,8 @@ class _Request:
     trace: Trace = field(default_factory=Trace)
     shape: QueryShape | None = None
     info: TableInfo | None = None
+    #: the log row of its answer, once recorded
+    log_id: int | None = None
 
     def facts(self, bound: bool = True) -> RequestFacts:
         """``bound``: log the SQL with its parameters bound (as literals, from the tree)."""
@@ -138,6 +142,11 @@ class Guard:
 
         Every request, answered or not, is logged before this returns or raises.
 
+        A query over protected answers (a computation on a SELECT's own aggregates,
+        subqueries in FROM, CTEs, UNION or joins of aggregate queries; ``guard.post``)
+        asks each inner query as its own request, then computes the rest on their
+        protected answers only, and logs that too.
+
         Raises:
             AccessDenied: unknown analyst, or a table the analyst may not query.
             QueryRejected: the SQL's shape is not allowed (the message says what to change).
@@ -147,12 +156,49 @@ class Guard:
         """
         request = _Request(analyst, sql)
         try:
-            return self._answer(request, parameters)
+            try:
+                return self._answer(request, parameters)
+            except QueryRejected:
+                outer = self._outer(request, parameters)  # a plain query's rejection stands
+                if outer is None:
+                    raise
+            return self._post(request, outer)
         except GuardError as error:
             self.recorder.failed(request.facts(), error)
             raise
         except Exception as error:  # a fault, not a decision: logged, then reported as one
             raise self._internal(request, error) from error
+
+    def _outer(self, request: _Request, parameters: Sequence[Parameter] | None) -> OuterPlan | None:
+        """The plan of a query over protected answers, or None when the plain path's
+        rejection of ``request`` stands (it came after stages 1-3, or the text is not one)."""
+        if request.shape is not None:
+            return None
+        who = self._analyst(request.analyst)
+        plan = plan_outer(request.sql, self.policy, who, self.column_types, parameters)
+        if plan is not None:
+            describe_outer(plan)  # runs on empty answers: fail before any inner query is asked
+        return plan
+
+    def _post(self, request: _Request, plan: OuterPlan) -> ProtectedResult:
+        """Each inner query asked (protected and logged) as if alone, then the outer
+        query computed on their answers and logged with the inner queries' log ids."""
+        answers: list[ProtectedResult] = []
+        logged: list[int] = []
+        for inner in plan.inners:
+            asked = _Request(request.analyst, inner.sql)
+            try:
+                answers.append(self._answer(asked, None))
+            except GuardError as error:
+                self.recorder.failed(asked.facts(), error)
+                raise
+            except Exception as error:
+                raise self._internal(asked, error) from error
+            assert asked.log_id is not None
+            logged.append(asked.log_id)
+        result = run_outer(plan, answers)
+        request.log_id = self.recorder.post_processed(request.facts(), result, logged)
+        return result
 
     def _answer(self, request: _Request, parameters: Sequence[Parameter] | None) -> ProtectedResult:
         """The stages of the query path, in order."""
@@ -172,7 +218,8 @@ class Guard:
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             releases = self.linker.new_releases(decision.releases, info, who.name)
-            self.recorder.answered(request.facts(), result, releases, history=screened.write)  # 7 record
+            facts = request.facts()
+            request.log_id = self.recorder.answered(facts, result, releases, history=screened.write)  # 7
             self.linker.committed(decision.releases, info, who.name)
         return result  # 8 answer
 
@@ -188,6 +235,7 @@ class Guard:
             result = self._answered(front, release.result)
             log_id = self.recorder.answered(request.facts(), result, noise=release.write)  # 7
             self.noise.committed(release, log_id)
+            request.log_id = log_id
         return result  # 8 answer
 
     def _answered(self, front: FrontResult, result: ProtectedResult) -> ProtectedResult:
@@ -236,12 +284,13 @@ class Guard:
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""
-        front = read_query(request.sql, self.policy, who, self._column_types, parameters, request.trace)
+        front = read_query(request.sql, self.policy, who, self.column_types, parameters, request.trace)
         request.shape = front.shape
         request.info = self.backend.table_info(front.table.name)
         return front
 
-    def _column_types(self, table: str) -> Mapping[str, str]:
+    def column_types(self, table: str) -> Mapping[str, str]:
+        """The engine's column types of the declared ``table`` (lower-cased names)."""
         return self.backend.table_info(table).types
 
     def _cells(self, shape: QueryShape, info: TableInfo) -> tuple[QueryShape, CellGrid]:
@@ -262,7 +311,7 @@ class Guard:
         grouped = f" GROUP BY {dimensions}" if dimensions else ""
         select = f"{dimensions}, {sums}" if dimensions else sums
         sql = f'SELECT {select} FROM "{table.name}"{grouped}'
-        front = read_query(sql, self.policy, None, self._column_types)
+        front = read_query(sql, self.policy, None, self.column_types)
         shape, grid = self._cells(front.shape, info)
         values = {
             space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()

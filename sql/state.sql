@@ -11,9 +11,9 @@ CREATE TABLE IF NOT EXISTS query_log (
     ts            TIMESTAMP NOT NULL,  -- UTC
     analyst       VARCHAR NOT NULL,
     sql           VARCHAR NOT NULL,
-    canonical     VARCHAR,          -- canonical key of what was measured (NULL if rejected)
+    canonical     VARCHAR,          -- canonical key of what was measured (NULL if rejected; post-processed: {"computed_from": [log ids]})
     data_version  VARCHAR,
-    decision      VARCHAR NOT NULL, -- answered | rejected | refused | error
+    decision      VARCHAR NOT NULL, -- answered | post-processed | rejected | refused | error | explained | login-failed
     error         VARCHAR,          -- GuardError class name, when not answered
     reason        VARCHAR,          -- the message the analyst received
     columns       JSON,             -- released column names

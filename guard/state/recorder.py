@@ -10,6 +10,7 @@ ever lost from the log because of what it contained.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,6 +98,25 @@ class Recorder:
             list(releases),
             noise,
             history,
+        )
+
+    def post_processed(self, facts: RequestFacts, result: ProtectedResult, inner: Sequence[int]) -> int:
+        """Record the answer of a query over protected answers: what it released, and the
+        log ids of the inner queries it was computed from (each logged as answered).
+        It adds nothing to the history: it reveals nothing they did not. Returns its log id."""
+        return self.store.append(
+            LogRecord(
+                analyst=logged_text(facts.analyst),
+                sql=logged_text(facts.sql, self.sql_limit),
+                decision=Outcome.POST_PROCESSED,
+                canonical=json.dumps({"computed_from": list(inner)}, separators=(",", ":")),
+                data_version=facts.data_version,
+                columns=list(result.columns),
+                rows=result.to_dict()["rows"],
+                flags=[list(row) for row in result.flags],
+                notes=list(result.notes),
+                elapsed_ms=_elapsed(facts),
+            )
         )
 
     def explained(self, facts: RequestFacts, result: ProtectedResult) -> None:

@@ -33,6 +33,9 @@ class Outcome(Enum):
     REFUSED = "refused"
     #: the policy, the engine or the store failed, or an internal error
     ERROR = "error"
+    #: a query over protected answers: computed from the answers of its inner queries,
+    #: each logged as its own request (``canonical`` lists their log ids)
+    POST_PROCESSED = "post-processed"
     #: ``guard explain``: nothing was released
     EXPLAINED = "explained"
     #: a failed login at an endpoint (no query was run)

@@ -57,7 +57,9 @@ def test_complement_attack(students: Guard) -> None:
         "SELECT SUM(income) FROM students WHERE income > 60000",  # the refusal bit would leak income
         "SELECT SUM(income) FROM students WHERE major = 'EE' AND (sex <> 'Female' OR income > 60000)",
         "SELECT SUM(income) FROM students s1 JOIN students s2 ON s1.class = s2.class",  # self-join
-        "SELECT major, SUM(income) FROM students GROUP BY major HAVING SUM(income) > 0",
+        # HAVING SUM(income) > 0 is no longer here: it filters the *protected* answer
+        # (post-processing, tests/post/test_neighbours.py shows a withheld cell's true value
+        # cannot change what it returns); HAVING on raw rows is still impossible to write
         "SELECT MAX(income) FROM students",
         "SELECT COUNT(DISTINCT income) FROM students",
         "SELECT income FROM students",

@@ -354,3 +354,52 @@ SELECT DISTINCT major AS m FROM students WHERE sex = 'Male' ORDER BY m DESC LIMI
 -- case: combinations of values
 -- rows: 2
 SELECT DISTINCT sex, major FROM students ORDER BY 1, 2
+
+-- ## post-processing: computed on protected answers (guard/post; each inner query is protected alone)
+
+-- case: UNION of two protected answers (each asked, protected and logged alone)
+-- rows: 2
+SELECT COUNT(*) FROM students WHERE sex = 'Male' UNION SELECT COUNT(*) FROM students WHERE major = 'EE'
+
+-- case: UNION ALL of protected answers
+-- rows: 2
+SELECT COUNT(*) FROM students UNION ALL SELECT COUNT(*) FROM students
+
+-- case: arithmetic on released aggregates
+-- rows: 1
+SELECT SUM(income) / COUNT(*) FROM students
+
+-- case: arithmetic on one aggregate (asked once)
+-- rows: 1
+SELECT SUM(income) - SUM(income) FROM students
+
+-- case: COALESCE of an aggregate (withheld stays withheld, not 0)
+-- rows: 1
+SELECT COALESCE(SUM(income), 0) FROM students
+
+-- case: HAVING on a protected aggregate, asked as a hidden output
+SELECT major, COUNT(*) FROM students GROUP BY major HAVING SUM(income) > 200000
+
+-- case: DISTINCT over a protected answer
+-- rows: 1
+SELECT DISTINCT COUNT(*) FROM students
+
+-- case: DISTINCT over a protected answer's rows
+-- rows: 2
+SELECT DISTINCT major, COUNT(*) FROM students GROUP BY major
+
+-- case: arithmetic on GROUPING()
+-- rows: 3
+SELECT major, GROUPING(major) + 1, COUNT(*) FROM students GROUP BY ROLLUP (major)
+
+-- case: a constant output beside aggregates (a label, as UNION branches have)
+-- rows: 1
+SELECT 1, COUNT(*) FROM students
+
+-- case: a constant label
+-- rows: 1
+SELECT 'x' AS label, COUNT(*) FROM students
+
+-- case: a total row labelled in a UNION ALL
+-- rows: 3
+SELECT major, COUNT(*) FROM students GROUP BY major UNION ALL SELECT 'all', COUNT(*) FROM students

@@ -11,6 +11,9 @@ types and the table's protection mode:
   float8 under noise (a noisy sum is a real number);
 - AVG is float8 (the engine averages as DOUBLE, and so does the noise mechanism);
 - a flag column (session setting ``statguard.flags``) is text.
+
+A query over protected answers (``guard.post``) is typed by running its outer query on
+empty answer tables of those types: nothing is asked of the data.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from sqlglot import exp
 from guard.core import Guard
 from guard.errors import AccessDenied, QueryRejected
 from guard.policy.model import NoiseMode
+from guard.post.plan import OuterPlan, plan_outer
+from guard.post.run import describe_outer
 from guard.query.front import read_query
 from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
@@ -58,7 +63,14 @@ def guard_columns(
     who = policy.analyst(analyst)
     if who is None:
         raise AccessDenied(f"unknown analyst {analyst!r}")
-    front = read_query(sql, policy, who, lambda name: guard.backend.table_info(name).types, parameters)
+    types_of = guard.column_types
+    try:
+        front = read_query(sql, policy, who, types_of, parameters)
+    except QueryRejected:
+        plan = plan_outer(sql, policy, who, types_of, parameters)
+        if plan is None:
+            raise
+        return _outer_columns(plan, flags)
     shape, table = front.shape, front.table
     types = guard.backend.table_info(table.name).types
     noised = policy.noise_mode(table, who, shape.summed) is NoiseMode.NOISE
@@ -68,6 +80,18 @@ def guard_columns(
         columns.append(ResultColumn(output.name, kind))
         if flags and output.kind is OutputKind.AGGREGATE:
             columns.append(ResultColumn(f"{output.name}{FLAG_SUFFIX}", by_name("text")))
+    return tuple(columns)
+
+
+def _outer_columns(plan: OuterPlan, flags: bool) -> tuple[ResultColumn, ...]:
+    """The columns of a query over protected answers: its outer query run on empty
+    answers gives their types; a flag column follows each output computed from
+    aggregates."""
+    columns: list[ResultColumn] = []
+    for (name, kind), graded in zip(describe_outer(plan), plan.graded, strict=True):
+        columns.append(ResultColumn(name, pg_type_of_engine(kind)))
+        if flags and graded:
+            columns.append(ResultColumn(f"{name}{FLAG_SUFFIX}", by_name("text")))
     return tuple(columns)
 
 

@@ -255,9 +255,15 @@ SELECT "tmp"."table-schema", "tmp"."table-name", TRIM(BOTH '"' FROM PG_CATALOG.P
 -- answer: rows 2
 SELECT "public"."students"."major" AS "major", COUNT(*) AS "count" FROM "public"."students" GROUP BY "public"."students"."major" ORDER BY "public"."students"."major" ASC
 
+-- ## Metabase's read-privilege probe reads no row: answered empty
 -- client: metabase sync
--- answer: error 42000
+-- answer: rows 0
 SELECT TRUE AS "_" FROM "public"."students" WHERE 1 <> 1 LIMIT 0
+
+-- ## Metabase's query builder wraps a native question in "source" (post-processing)
+-- client: metabase query
+-- answer: rows 2
+SELECT "source"."major" AS "major", "source"."count" AS "count" FROM (SELECT major, COUNT(*) FROM students GROUP BY major) "source" LIMIT 1048575
 
 -- client: metabase sync
 -- answer: error 42000
@@ -289,3 +295,12 @@ EXPLAIN SELECT COUNT(*) FROM students
 -- client: superset query
 -- answer: rows 1
 SELECT COUNT(*) AS count FROM "public"."students"
+
+-- ## Superset charts on a SQL dataset wrap it as virtual_table (post-processing)
+-- client: superset query
+-- answer: rows 2
+SELECT major AS major, sum AS sum FROM (SELECT major, SUM(income) FROM students GROUP BY major) AS virtual_table LIMIT 1000
+
+-- client: superset query
+-- answer: rows 1
+SELECT ROUND(AVG(income), -3) AS "AVG(income)" FROM "public"."students" LIMIT 50000
