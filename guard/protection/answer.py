@@ -162,6 +162,10 @@ _METHOD_WORDS = {
     "optimal": "optimal",
     "heuristic": "heuristic",
     "replayed": "as released before",
-    "withheld": "new cells withheld: the problem linked to earlier releases is too large to solve online",
+    "withheld": (
+        "new cells withheld: the problem linked to earlier releases is too large to solve online "
+        "(new cells that published ones already fix are released)"
+    ),
+    "implied": "only new cells that published ones already fix",
     "none": "none",
 }

@@ -46,6 +46,7 @@ from guard.suppression import (
     SuppressionOptions,
     Table,
     Weight,
+    audit,
     failures,
     suppress,
 )
@@ -206,8 +207,14 @@ def _protect_space(
         # a few new cells over a problem spanning many earlier sensitive cells (e.g. a
         # grand total after an 8 000-cell table) would need one LP per sensitive cell over
         # everything: minutes. Publishing nothing new keeps every earlier, verified
-        # release as it was, at the cost of these few cells.
-        return SpaceReport(space, None, fresh, requirements, frozenset(current), "withheld", True, earlier)
+        # release as it was, at the cost of these few cells; a new cell whose value the
+        # published cells already fix (a total minus its other parts) is new to no one.
+        table = _table(space, component, relations, linking)
+        implied = _implied(table, kept, {k for k in fresh if k not in history and k not in sensitive_now})
+        withheld = fresh - implied
+        method = "withheld" if withheld else "implied"
+        # no table in the report: the pattern was not solved, so there are no intervals to explain
+        return SpaceReport(space, None, withheld, requirements, frozenset(current), method, True, earlier)
     table = _table(space, component, relations, linking)
     settings = protection.suppression
     options = SuppressionOptions(
@@ -287,6 +294,24 @@ def _attacker_view(
     cells = dict(got)
     cells.update(current)
     return cells
+
+
+def _implied(table: Table, published: set[Key], cells: set[Key]) -> frozenset[Key]:
+    """The ``cells`` whose value the ``published`` cells fix, through the relations and
+    the bounds an attacker knows (a feasibility interval of one point): publishing them
+    tells no one anything. Empty when the audit LP cannot say."""
+    if not cells:
+        return frozenset()
+    hidden = [k for k in table.keys if k not in published]
+    try:
+        intervals = audit(table, hidden, cells)
+    except ValueError:
+        return frozenset()
+    return frozenset(
+        k
+        for k, (low, high) in intervals.items()
+        if math.isfinite(low) and math.isfinite(high) and high - low <= 1e-9 * max(1.0, abs(table.value(k)))
+    )
 
 
 def _table(

@@ -129,3 +129,21 @@ def test_few_new_cells_over_a_large_linked_problem_are_withheld(
     assert [row[1] for row in towns.rows] == [None, None, None]
     assert any("too large to solve online" in note for note in towns.notes)
     assert not any("(method: )" in note for note in towns.notes)
+
+
+def test_a_new_cell_the_published_cells_fix_is_released_past_the_size_limit(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the online size limit, a new cell whose value the published cells already
+    fix (the grand total after every town's total) tells no one anything: it is
+    released, where every other new cell stays withheld (the professions, which the
+    towns do not fix)."""
+    from guard.protection import decide
+
+    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)
+    towns = castro.query(BY_TOWN, "alice")
+    assert all(row[1] is not None for row in towns.rows)
+    jobs = castro.query(BY_JOB, "alice")
+    assert all(row[1] is None for row in jobs.rows)
+    (total,) = castro.query(TOTAL_SQL, "alice").rows
+    assert total[0] == sum(row[1] for row in towns.rows)  # what the towns already said

@@ -1,0 +1,88 @@
+"""First answers against repeats: what an analyst pays the first time a question is asked
+in a session, and what the guard pays again for the same question (issue 17).
+
+Reproduce (from the repository root, in the project's virtualenv)::
+
+    python benchmarks/bench_first.py --rows 100000
+    python benchmarks/bench_first.py --rows 1000000 --profile /tmp/first.prof
+
+bench_core's table and its twenty queries, asked in order on one fresh state (each
+first answer is protected jointly with the answers before it, as in a real session),
+each followed at once by the same query again (a repeat: the recorded pattern is
+replayed) and by the same SQL on raw DuckDB over the same Parquet file. Printed per
+query: first, repeat and raw milliseconds, first / repeat, cells withheld, or the
+refusal. The target (issue 17): first at most 3x repeat for every query. One pass: a
+first answer cannot be repeated, so these are single timings (run it on a quiet machine
+and compare runs, not single queries). Exit status 0 always: this is a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import bench_core
+from guard import Guard
+from guard.errors import GuardError
+
+
+def _timed(call: object) -> tuple[float, object]:
+    start = time.perf_counter()
+    try:
+        out = call()  # type: ignore[operator]
+    except GuardError as error:
+        out = error
+    return (time.perf_counter() - start) * 1000, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=100_000, help="rows in people (default 100,000)")
+    parser.add_argument("--seed", type=int, default=20240601, help="numpy seed of the data")
+    parser.add_argument("--out", type=Path, default=bench_core.DEFAULT_OUT, help="data folder")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the first answers here")
+    args = parser.parse_args(argv)
+    data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
+    raw = bench_core.open_raw(data.parquet)
+    profile = cProfile.Profile() if args.profile else None
+    ratios: list[float] = []
+    print(f"{'query':6} {'first ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}  withheld")
+    with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
+        for qid, sql in bench_core.QUERIES:
+            if profile is not None:
+                profile.enable()
+            first, answer = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+            if profile is not None:
+                profile.disable()
+            repeat, _ = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+            raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
+            if isinstance(answer, GuardError):
+                shown = f"refused: {str(answer)[:60]}"
+            else:
+                flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
+                shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
+            ratio = first / repeat if repeat > 0 else float("inf")
+            ratios.append(ratio)
+            print(f"{qid:6} {first:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}", flush=True)
+    print(
+        f"first / repeat: median {statistics.median(ratios):.1f}, max {max(ratios):.1f}; "
+        f"queries within 3x: {sum(r <= 3 for r in ratios)} of {len(ratios)}"
+    )
+    if profile is not None:
+        profile.dump_stats(str(args.profile))
+        print(f"profile of the first answers: {args.profile}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
