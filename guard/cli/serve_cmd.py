@@ -164,6 +164,8 @@ def _serve(
         )
     endpoints = dataclasses.replace(endpoints, tls=tls)
     with Guard.open(policy, state=state, backend=backend) as guard:
+        # the first analyst's answer on each table should not pay for building its audit state
+        guard.prepare()
         if not any(a.password is not None for a in guard.policy.analysts):
             _note(
                 f"warning: no analyst of {guard.policy.path.name} has a password, so nobody can log in: "

@@ -125,6 +125,13 @@ class HistoryScreen:
     def enabled(self) -> bool:
         return self._settings.audit is HistoryMode.EXACT
 
+    def prepare(self, table: Table, info: TableInfo) -> None:
+        """Build what the first answer on ``table`` would otherwise wait for: its finest
+        cells, their rows' identities on this data version (stored in the background)
+        and which finest cells the rules flag. Call under the guard's release lock."""
+        self._universe(self._cells(table, info)).ready()
+        self._flags(table, info)
+
     def query_sets(self, shape: QueryShape, table: Table, info: TableInfo) -> list[SpaceCells]:
         """The finest-cell query sets of every cell ``shape`` may answer (no lock needed)."""
         spaces: dict[tuple[str, str | None], set[int]] = {}
