@@ -114,6 +114,9 @@ class AtomIntervals:
         self._highs.setOptionValue("output_flag", False)
         self._highs.passModel(lp)
         self._found: dict[int, tuple[float | None, float | None]] = {}
+        #: the lowest and highest total of each atom at a feasible point found so far
+        self._seen_low = np.full(count, np.inf)
+        self._seen_high = np.full(count, -np.inf)
 
     @property
     def solved(self) -> int:
@@ -129,14 +132,34 @@ class AtomIntervals:
     def interval(self, atom: int) -> tuple[float | None, float | None]:
         """None sides when the LP fails (numerically): the caller cannot vouch for it."""
         if atom not in self._found:
-            highs = self._highs
-            highs.changeColCost(atom, 1.0)
-            ends: list[float | None] = []
-            for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
-                highs.changeObjectiveSense(sense)
-                highs.run()
-                optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-                ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
-            highs.changeColCost(atom, 0.0)
+            ends = self._solve(np.array([atom]))
             self._found[atom] = (ends[0], ends[1])
         return self._found[atom]
+
+    def seen(self, atom: int) -> tuple[float, float]:
+        """The lowest and highest total of ``atom`` at the feasible points every solve so
+        far has found (the LP's optimum is a point where every atom has some total): its
+        interval reaches at least that far, without a solve of its own."""
+        return float(self._seen_low[atom]), float(self._seen_high[atom])
+
+    def spread(self, atoms: npt.NDArray[np.int64]) -> None:
+        """Two solves that push the total of ``atoms`` together down, then up: feasible
+        points at which many of them sit near their own ends at once (see :meth:`seen`)."""
+        if atoms.size:
+            self._solve(atoms)
+
+    def _solve(self, atoms: npt.NDArray[np.int64]) -> list[float | None]:
+        highs = self._highs
+        highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.ones(atoms.size))
+        ends: list[float | None] = []
+        for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
+            highs.changeObjectiveSense(sense)
+            highs.run()
+            optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
+            if optimal:
+                point = np.asarray(highs.getSolution().col_value, dtype=np.float64)
+                np.minimum(self._seen_low, point, out=self._seen_low)
+                np.maximum(self._seen_high, point, out=self._seen_high)
+        highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.zeros(atoms.size))
+        return ends

@@ -246,23 +246,43 @@ def _atom_proven(
     counts = cells.row_counts()
     intervals = AtomIntervals(after, slot, atom, counts[reach].astype(np.float64), bounds)
     out = np.zeros(near.size, dtype=bool)
+    inside_one: list[tuple[int, int, int, float]] = []  # (position, set, its atom, its rows)
     for i, number in enumerate(near.tolist()):
         members = sets.members[number]
         inside = slot[members]
         if (inside < 0).any():
             continue
         own = np.unique(atom[inside])
-        if own.size != 1 or (intervals.solved >= MAX_ATOM_INTERVALS and not intervals.known(int(own[0]))):
+        if own.size == 1:
+            inside_one.append((i, number, int(own[0]), float(counts[members].sum())))
+    # feasible points first: one pair of solves pushing every such atom at once often
+    # proves most of them, and every exact solve below adds its optimum as a point too
+    intervals.spread(np.unique(np.array([a for _, _, a, _ in inside_one], dtype=np.int64)))
+    for i, number, own_atom, rows in inside_one:
+        rest = intervals.rows(own_atom) - rows
+        if _reaches(sets, cells, number, _set_interval(intervals.seen(own_atom), rows, rest, bounds), bounds):
+            out[i] = True
             continue
-        low_atom, high_atom = intervals.interval(int(own[0]))
+        if intervals.solved >= MAX_ATOM_INTERVALS and not intervals.known(own_atom):
+            continue
+        low_atom, high_atom = intervals.interval(own_atom)
         if low_atom is None or high_atom is None:
             continue
-        rows = float(counts[members].sum())
-        rest = intervals.rows(int(own[0])) - rows
-        high = min(bounds[1] * rows, high_atom - bounds[0] * rest)
-        low = max(bounds[0] * rows, low_atom - bounds[1] * rest)
-        out[i] = _reaches(sets, cells, number, (low, high), bounds)
+        out[i] = _reaches(
+            sets, cells, number, _set_interval((low_atom, high_atom), rows, rest, bounds), bounds
+        )
     return out
+
+
+def _set_interval(
+    atom_interval: tuple[float, float], rows: float, rest: float, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    """How far a set of ``rows`` rows inside an atom reaches when the atom's total spans
+    ``atom_interval`` and its other ``rest`` rows stay within their bounds."""
+    low_atom, high_atom = atom_interval
+    return max(bounds[0] * rows, low_atom - bounds[1] * rest), min(
+        bounds[1] * rows, high_atom - bounds[0] * rest
+    )
 
 
 def _reaches(

@@ -167,3 +167,38 @@ def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
         low = max(bounds[0] * counts[row], low_atom - bounds[1] * rest)
         want_low, want_high = _lp_interval(counts, released, np.array([row]), bounds)
         assert low == pytest.approx(want_low, abs=1e-6) and high == pytest.approx(want_high, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
+    """The totals an atom takes at the feasible points the solves found (which prove
+    sets without an LP of their own) never leave the atom's exact interval, computed
+    here by the row LP: they are values the released SUMs allow. And a spread over
+    every atom reaches an end of each atom's interval for some atoms at least."""
+    rng = np.random.default_rng(2000 + seed)
+    n = int(rng.integers(5, 25))
+    bounds = (0.0, float(rng.choice([1.0, 60.0])))
+    counts = rng.integers(1, 4, size=n).astype(np.int64)
+    values = rng.uniform(bounds[0], bounds[1], size=n) * counts * (rng.random(n) < 0.6)
+    released: list[tuple[BitMap, float]] = []
+    for _ in range(int(rng.integers(1, 7))):
+        members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
+        if members.size:
+            released.append((BitMap(members.tolist()), float(values[members].sum())))
+    if not released:
+        return
+    reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
+    slot, atom = atoms_of(released, reach, n)
+    intervals = AtomIntervals(released, slot, atom, counts[reach].astype(np.float64), bounds)
+    every = np.unique(atom)
+    intervals.spread(every)
+    reached = 0
+    for a in every.tolist():
+        rows = reach[atom == a]
+        want_low, want_high = _lp_interval(counts, released, rows, bounds)
+        seen_low, seen_high = intervals.seen(a)
+        assert want_low - 1e-6 <= seen_low <= seen_high <= want_high + 1e-6
+        reached += seen_low == pytest.approx(want_low, abs=1e-6) or seen_high == pytest.approx(
+            want_high, abs=1e-6
+        )
+    assert reached >= 1
