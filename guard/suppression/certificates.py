@@ -6,7 +6,8 @@ If ``d_p >= upl_p`` the audit interval of ``p`` reaches ``a_p + upl_p``; a devia
 scaled by ``0 < s`` stays a deviation when ``s * d`` remains within the bounds, and
 ``-d`` is one when the bounds allow. So each deviation a solver finds, checked here
 exactly (up to round-off), proves protection without solving the audit LP, and may
-prove it for other sensitive cells it happens to move as well.
+prove it for other sensitive cells it happens to move as well. A cell published after
+all (redundancy elimination) withdraws every deviation that moves it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Certificates:
         self._down = a - lb
         self._found: list[tuple[np.ndarray, np.ndarray]] = []
         self._by_cell: dict[int, list[int]] = {}
+        #: deviations through a cell published after all (they prove nothing any more)
+        self._withdrawn: set[int] = set()
 
     def add(self, cells: np.ndarray, deviation: np.ndarray, hidden: Set[int]) -> bool:
         """Keep the deviation ``deviation[k]`` of cell ``cells[k]`` if it is valid for the
@@ -60,19 +63,34 @@ class Certificates:
         self._found.append((support, values))
         return True
 
-    def covers(self, p: int, level: float, upward: bool) -> bool:
+    def covers(self, p: int, level: float, upward: bool, *, avoid: int | None = None) -> bool:
         """Whether a kept deviation, scaled to move ``p`` by ``level`` up (or down), stays
-        within every cell's bounds: then ``p``'s audit interval reaches that far."""
-        if level <= 0:
-            return True
+        within every cell's bounds: then ``p``'s audit interval reaches that far.
+        ``avoid``: only deviations that leave this cell alone count (would ``p`` stay
+        covered if it were published)."""
+        return level <= 0 or self.witness(p, level, upward, avoid=avoid) is not None
+
+    def witness(self, p: int, level: float, upward: bool, *, avoid: int | None = None) -> int | None:
+        """Number of a kept deviation that :meth:`covers` ``p`` by ``level``, or None."""
         slack = _TOL * max(1.0, level)
+        through = set(self._by_cell.get(avoid, ())) if avoid is not None else set()
         for k in self._by_cell.get(p, ()):
+            if k in self._withdrawn or k in through:
+                continue
             support, values = self._found[k]
             at_p = float(values[np.searchsorted(support, p)])
             scaled = values * ((level if upward else -level) / at_p)
             if np.all(scaled <= self._up[support] + slack) and np.all(-scaled <= self._down[support] + slack):
-                return True
-        return False
+                return k
+        return None
+
+    def moves(self, k: int) -> np.ndarray:
+        """The cells deviation number ``k`` moves (sorted)."""
+        return self._found[k][0]
+
+    def withdraw(self, cell: int) -> None:
+        """``cell`` is published after all: the deviations that move it prove nothing."""
+        self._withdrawn.update(self._by_cell.get(cell, ()))
 
     def proven(self, p: int, levels: tuple[float, float]) -> bool:
         """Both of ``p``'s protection levels ``(upper, lower)`` are covered."""
