@@ -51,6 +51,8 @@ class CutOutcome:
     (sensitive cell, upward) the deviation reaching that level within the pattern (only
     the levels it reaches when not ``complete``)."""
 
+    #: empty when time ran out before a first integer pattern (``bound`` is then the
+    #: LP relaxation's over the cuts found)
     suppressed: frozenset[int]
     complete: bool
     proven: bool
@@ -69,9 +71,9 @@ def solve_by_cuts(
     time_limit: float = 10.0,
 ) -> CutOutcome | None:
     """Cut loop within ``time_limit`` seconds, the master MILP started from the pattern
-    ``start`` when it satisfies the cuts. None when time ran out before a first
-    integer pattern or the solver failed; an incomplete outcome when time ran out
-    with a pattern that misses some levels (the caller may complete it)."""
+    ``start`` when it satisfies the cuts. None when the solver failed; an incomplete
+    outcome when time ran out with a pattern that misses some levels (the caller may
+    complete it) or before any (empty ``suppressed``)."""
     deadline = time.perf_counter() + time_limit
     a, lb, ub = table.arrays
     n = len(a)
@@ -102,7 +104,7 @@ def solve_by_cuts(
                 added += 1
         return added, found
 
-    last: CutOutcome | None = None
+    last = CutOutcome(frozenset(), False, False, float(costs @ lo), {})
     while True:
         # the LP relaxation first, after every round too: cuts come cheaply from
         # fractional points, and each MILP solve is dear
@@ -110,6 +112,8 @@ def solve_by_cuts(
             relaxed = master.solve(integral=False, seconds=deadline - time.perf_counter())
             if relaxed is None:
                 return last
+            if not last.suppressed:
+                last = CutOutcome(frozenset(), False, False, max(last.bound, relaxed[1]), {})
             added, _ = separate(relaxed[0])
             if not added:
                 break

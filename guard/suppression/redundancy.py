@@ -19,6 +19,11 @@ When an LP fails or a deviation does not pass the exact check, the cell stays wi
 subset of the input pattern in which every complementary cell was needed when it was
 tried (and so still is: publishing more cells only narrows intervals), and every
 sensitive level is covered by a certificate valid for it.
+
+An attacker who knows this pass learns that no complementary cell of the release could
+have been published: a property of the true table, as optimality is for the MILP's
+patterns (which are irredundant too). Which minimal pattern comes out depends on the
+secret order, as the MILP's optimum depends on the secret costs.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def _by_cuts(
     outcome = solve_by_cuts(
         table, levels, costs, forced=forced, kept=kept, start=incumbent, time_limit=opts.time_limit
     )
-    if outcome is None:
+    if outcome is None or not outcome.suppressed:
         return None
     certificates = Certificates(table)
     for deviation in outcome.deviations.values():
