@@ -20,8 +20,9 @@ to ``cut_limit`` cells times sensitive cells and unless the heuristic was forced
 improved by the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`),
 started from it, for ``time_limit`` seconds more; when time runs out first, its last
 master pattern is completed by the heuristic and pruned. The cheaper pattern is kept.
-On random tables with all margins this brings 2-D tables up to 20 x 20 within about
-5 % of the fewest cells (``benchmarks/bench_optimality.py``).
+On random tables with all margins this brings 15 x 15 and 5 x 5 x 5 tables within
+about 5 % of the fewest cells, 20 x 20 within about 10 %
+(``benchmarks/bench_optimality.py``).
 
 Either way the pattern is then verified against the true bounds. Both methods produce,
 for each sensitive cell and direction, an attacker deviation (MILP: the ``d`` vectors;
