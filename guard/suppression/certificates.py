@@ -6,7 +6,8 @@ If ``d_p >= upl_p`` the audit interval of ``p`` reaches ``a_p + upl_p``; a devia
 scaled by ``0 < s`` stays a deviation when ``s * d`` remains within the bounds, and
 ``-d`` is one when the bounds allow. So each deviation a solver finds, checked here
 exactly (up to round-off), proves protection without solving the audit LP, and may
-prove it for other sensitive cells it happens to move as well.
+prove it for other sensitive cells it happens to move as well. A cell published after
+all (redundancy elimination) withdraws every deviation that moves it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class Certificates:
         #: per deviation: how far it may be scaled up and reversed within the bounds
         self._reach: list[tuple[float, float]] = []
         self._by_cell: dict[int, list[int]] = {}
+        #: deviations through a cell published after all (they prove nothing any more)
+        self._withdrawn: set[int] = set()
 
     def add(self, cells: np.ndarray, deviation: np.ndarray, hidden: Set[int]) -> bool:
         """Keep the deviation ``deviation[k]`` of cell ``cells[k]`` if it is valid for the
@@ -82,12 +85,16 @@ class Certificates:
 
         ``avoid``: only deviations that move none of these cells count (e.g. an
         insider's own cells, which she knows: a deviation that leaves them in place is
-        one she cannot rule out either)."""
-        if level <= 0:
-            return True
+        one she cannot rule out either; or a cell about to be published)."""
+        return level <= 0 or self.witness(p, level, upward, avoid=avoid) is not None
+
+    def witness(self, p: int, level: float, upward: bool, *, avoid: Set[int] = frozenset()) -> int | None:
+        """Number of a kept deviation that :meth:`covers` ``p`` by ``level``, or None."""
         watched = avoid <= self._watch
         shunned = None if watched or not avoid else np.array(sorted(avoid))
         for k in self._by_cell.get(p, ()):
+            if k in self._withdrawn:
+                continue
             if avoid and (
                 not self._touch[k].isdisjoint(avoid) if watched else _meets(self._found[k][0], shunned)
             ):
@@ -98,8 +105,16 @@ class Certificates:
             t = (level if upward else -level) / float(values[np.searchsorted(support, p)])
             forward, backward = self._reach[k]
             if abs(t) <= (forward if t > 0 else backward) * (1 + _TOL):
-                return True
-        return False
+                return k
+        return None
+
+    def moves(self, k: int) -> np.ndarray:
+        """The cells deviation number ``k`` moves (sorted)."""
+        return self._found[k][0]
+
+    def withdraw(self, cell: int) -> None:
+        """``cell`` is published after all: the deviations that move it prove nothing."""
+        self._withdrawn.update(self._by_cell.get(cell, ()))
 
     def proven(self, p: int, levels: tuple[float, float], avoid: Set[int] = frozenset()) -> bool:
         """Both of ``p``'s protection levels ``(upper, lower)`` are covered (by
@@ -116,8 +131,9 @@ class Certificates:
         kept._columns, kept._up, kept._down = self._columns, self._up, self._down
         kept._watch = frozenset(watch)
         kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], {}
-        for support, values in self._found:
-            if mask[support].all():
+        kept._withdrawn = set()
+        for k, (support, values) in enumerate(self._found):
+            if k not in self._withdrawn and mask[support].all():
                 kept._keep(support, values)
         return kept
 

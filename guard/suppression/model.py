@@ -11,6 +11,7 @@ from guard.errors import QueryRefused
 from guard.suppression.table import K, Key, Table
 
 __all__ = [
+    "Block",
     "Levels",
     "Method",
     "Protection",
@@ -19,6 +20,7 @@ __all__ = [
     "SuppressionOptions",
     "SuppressionResult",
     "Weight",
+    "level_blocks",
     "required_levels",
 ]
 
@@ -44,6 +46,18 @@ class Protection:
 
 #: per cell index: (upper level, lower level), capped at the cell's bounds
 Levels = dict[int, tuple[float, float]]
+#: one protection requirement: (cell index, level, upward)
+Block = tuple[int, float, bool]
+
+
+def level_blocks(levels: Levels) -> list[Block]:
+    """Every positive level as ``(cell, level, upward)``: what a pattern must prove."""
+    return [
+        (p, level, upward)
+        for p, lv in levels.items()
+        for level, upward in zip(lv, (True, False), strict=True)
+        if level > 0
+    ]
 
 
 def required_levels(table: Table, requirements: Mapping[K, ProtectionLevels]) -> Levels:
@@ -110,6 +124,10 @@ class SuppressionOptions:
             tables. None (default): only for tables of at most ``distant_limit`` cells.
         distant_limit: table size (cells) up to which ``reuse_distant=None`` reuses
             every withheld cell.
+        cut_limit: size (cells times sensitive cells) up to which a pattern not
+            proven optimal is improved by the capacity-cut MILP
+            (:mod:`~guard.suppression.cuts`), started from it, for ``time_limit``
+            seconds more.
     """
 
     weight: Weight = Weight.VALUE
@@ -120,6 +138,7 @@ class SuppressionOptions:
     repair_rounds: int = 3
     reuse_distant: bool | None = None
     distant_limit: int = 5_000
+    cut_limit: int = 200_000
 
     def reuses_distant(self, cells: int) -> bool:
         """Whether the heuristic reuses every withheld cell for a table of ``cells``."""
