@@ -114,9 +114,9 @@ class AtomIntervals:
         self._highs.setOptionValue("output_flag", False)
         self._highs.passModel(lp)
         self._found: dict[int, tuple[float | None, float | None]] = {}
-        #: the lowest and highest total of each atom at a feasible point found so far
-        self._seen_low = np.full(count, np.inf)
-        self._seen_high = np.full(count, -np.inf)
+        self._bounds = bounds
+        #: the feasible points every solve found (atom totals that satisfy every SUM)
+        self._points: list[npt.NDArray[np.float64]] = []
 
     @property
     def solved(self) -> int:
@@ -140,7 +140,24 @@ class AtomIntervals:
         """The lowest and highest total of ``atom`` at the feasible points every solve so
         far has found (the LP's optimum is a point where every atom has some total): its
         interval reaches at least that far, without a solve of its own."""
-        return float(self._seen_low[atom]), float(self._seen_high[atom])
+        if not self._points:
+            return np.inf, -np.inf
+        totals = np.array([point[atom] for point in self._points])
+        return float(totals.min()), float(totals.max())
+
+    def reach(self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> tuple[float, float]:
+        """How far down and up the total of a set reaches that holds ``rows[i]`` rows of
+        atom ``atoms[i]`` (and nothing outside them), at the feasible points found so far:
+        at each point, every atom's total splits freely between the set's rows and the
+        atom's others within their bounds. (inf, -inf) before any point."""
+        if not self._points:
+            return np.inf, -np.inf
+        low_bound, high_bound = self._bounds
+        totals = np.stack(self._points)[:, atoms]
+        rest = self._rows[atoms] - rows
+        high = np.minimum(high_bound * rows, totals - low_bound * rest).sum(axis=1)
+        low = np.maximum(low_bound * rows, totals - high_bound * rest).sum(axis=1)
+        return float(low.min()), float(high.max())
 
     def spread(self, atoms: npt.NDArray[np.int64]) -> None:
         """Two solves that push the total of ``atoms`` together down, then up: feasible
@@ -158,8 +175,6 @@ class AtomIntervals:
             optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
             ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
             if optimal:
-                point = np.asarray(highs.getSolution().col_value, dtype=np.float64)
-                np.minimum(self._seen_low, point, out=self._seen_low)
-                np.maximum(self._seen_high, point, out=self._seen_high)
+                self._points.append(np.asarray(highs.getSolution().col_value, dtype=np.float64))
         highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.zeros(atoms.size))
         return ends

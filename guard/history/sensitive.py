@@ -246,30 +246,35 @@ def _atom_proven(
     counts = cells.row_counts()
     intervals = AtomIntervals(after, slot, atom, counts[reach].astype(np.float64), bounds)
     out = np.zeros(near.size, dtype=bool)
-    inside_one: list[tuple[int, int, int, float]] = []  # (position, set, its atom, its rows)
+    parts: list[tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.float64], float]] = []
     for i, number in enumerate(near.tolist()):
         members = sets.members[number]
         inside = slot[members]
-        if (inside < 0).any():
-            continue
-        own = np.unique(atom[inside])
-        if own.size == 1:
-            inside_one.append((i, number, int(own[0]), float(counts[members].sum())))
-    # feasible points first: one pair of solves pushing every such atom at once often
-    # proves most of them, and every exact solve below adds its optimum as a point too
-    intervals.spread(np.unique(np.array([a for _, _, a, _ in inside_one], dtype=np.int64)))
-    for i, number, own_atom, rows in inside_one:
-        rest = intervals.rows(own_atom) - rows
-        if _reaches(sets, cells, number, _set_interval(intervals.seen(own_atom), rows, rest, bounds), bounds):
+        within = inside >= 0
+        touched, where = np.unique(atom[inside[within]], return_inverse=True)
+        held = np.bincount(where.reshape(-1), weights=counts[members[within]], minlength=touched.size)
+        # rows in no released set are free within their bounds
+        parts.append((i, number, touched, held.astype(np.float64), float(counts[members[~within]].sum())))
+    # feasible points first: one pair of solves pushing every atom these sets touch, and
+    # every exact solve below adds its optimum too; a set reaches at a point what each of
+    # its atoms' totals lets its share reach
+    intervals.spread(np.unique(np.concatenate([p[2] for p in parts] or [np.zeros(0, np.int64)])))
+    for i, number, own, share, free in parts:
+        low, high = intervals.reach(own, share)
+        if _reaches(sets, cells, number, (low + bounds[0] * free, high + bounds[1] * free), bounds):
             out[i] = True
             continue
+        if own.size != 1 or free > 0:
+            continue  # left to the row LP
+        own_atom = int(own[0])
         if intervals.solved >= MAX_ATOM_INTERVALS and not intervals.known(own_atom):
             continue
         low_atom, high_atom = intervals.interval(own_atom)
         if low_atom is None or high_atom is None:
             continue
+        rest = intervals.rows(own_atom) - float(share[0])
         out[i] = _reaches(
-            sets, cells, number, _set_interval((low_atom, high_atom), rows, rest, bounds), bounds
+            sets, cells, number, _set_interval((low_atom, high_atom), float(share[0]), rest, bounds), bounds
         )
     return out
 

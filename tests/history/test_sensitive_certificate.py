@@ -173,8 +173,9 @@ def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
 def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
     """The totals an atom takes at the feasible points the solves found (which prove
     sets without an LP of their own) never leave the atom's exact interval, computed
-    here by the row LP: they are values the released SUMs allow. And a spread over
-    every atom reaches an end of each atom's interval for some atoms at least."""
+    here by the row LP: they are values the released SUMs allow; nor does what a set
+    over several atoms reaches at those points. And a spread over every atom reaches an
+    end of each atom's interval for some atoms at least."""
     rng = np.random.default_rng(2000 + seed)
     n = int(rng.integers(5, 25))
     bounds = (0.0, float(rng.choice([1.0, 60.0])))
