@@ -124,24 +124,13 @@ class Guard:
 
     def prepare(self) -> list[str]:
         """Build every audited table's history state now (finest cells, row identities,
-        the rules' verdicts on finest cells), which the first answer on each table would
-        otherwise pay for. For long-running servers, before they accept connections.
-        Returns the tables prepared.
+        the rules' verdicts), which the first answer on each table would otherwise pay
+        for: servers call it before they accept connections. Returns the tables prepared.
 
         Raises:
             BackendError: the engine failed.
         """
-        if self.history is None:
-            return []
-        prepared = []
-        for table in self.policy.tables:
-            if all(self.policy.noise_mode(table, a) is NoiseMode.NOISE for a in self.policy.analysts):
-                continue  # answered with noise to everyone: no history audit
-            info = self.backend.table_info(table.name)
-            with self._release_lock:
-                self.history.prepare(table, info)
-            prepared.append(table.name)
-        return prepared
+        return [] if self.history is None else self.history.prepare(self._release_lock)
 
     def __enter__(self) -> Guard:
         return self

@@ -60,7 +60,7 @@ from guard.history.rowsets import fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
-from guard.policy.model import HistoryMode, Policy, Role, Table
+from guard.policy.model import HistoryMode, NoiseMode, Policy, Role, Table
 from guard.query.shape import AggFunc, OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
 from guard.state.records import AuditedSet, HistoryWrite
@@ -125,12 +125,21 @@ class HistoryScreen:
     def enabled(self) -> bool:
         return self._settings.audit is HistoryMode.EXACT
 
-    def prepare(self, table: Table, info: TableInfo) -> None:
-        """Build what the first answer on ``table`` would otherwise wait for: its finest
-        cells, their rows' identities on this data version (stored in the background)
-        and which finest cells the rules flag. Call under the guard's release lock."""
-        self._universe(self._cells(table, info)).ready()
-        self._flags(table, info)
+    def prepare(self, lock: threading.Lock) -> list[str]:
+        """Build, for every table answered without noise to someone, what its first answer
+        would otherwise wait for: its finest cells, their rows' identities on the current
+        data version and which finest cells the rules flag (each table under ``lock``,
+        the guard's release lock). Returns the tables prepared."""
+        prepared = []
+        for table in self.policy.tables:
+            if all(self.policy.noise_mode(table, a) is NoiseMode.NOISE for a in self.policy.analysts):
+                continue  # answered with noise to everyone: no history audit
+            info = self._backend.table_info(table.name)
+            with lock:
+                self._universe(self._cells(table, info)).ready()
+                self._flags(table, info)
+            prepared.append(table.name)
+        return prepared
 
     def query_sets(self, shape: QueryShape, table: Table, info: TableInfo) -> list[SpaceCells]:
         """The finest-cell query sets of every cell ``shape`` may answer (no lock needed)."""
