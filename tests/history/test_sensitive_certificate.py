@@ -140,10 +140,10 @@ def test_unknown_true_values_are_left_to_the_lp() -> None:
     assert certified.tolist() == [False, False, True, True]
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
-    """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
-    rng = np.random.default_rng(1000 + seed)
+def _released_sums(
+    rng: np.random.Generator,
+) -> tuple[int, tuple[float, float], np.ndarray, list[tuple[BitMap, float]]]:
+    """A few released SUMs over random subsets of a handful of rows with random counts."""
     n = int(rng.integers(5, 25))
     bounds = (0.0, float(rng.choice([1.0, 60.0])))
     counts = rng.integers(1, 4, size=n).astype(np.int64)
@@ -153,6 +153,14 @@ def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
         members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
         if members.size:
             released.append((BitMap(members.tolist()), float(values[members].sum())))
+    return n, bounds, counts, released
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
+    """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
+    rng = np.random.default_rng(1000 + seed)
+    n, bounds, counts, released = _released_sums(rng)
     if not released:
         return
     reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
@@ -177,15 +185,7 @@ def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
     over several atoms reaches at those points. And a spread over every atom reaches an
     end of each atom's interval for some atoms at least."""
     rng = np.random.default_rng(2000 + seed)
-    n = int(rng.integers(5, 25))
-    bounds = (0.0, float(rng.choice([1.0, 60.0])))
-    counts = rng.integers(1, 4, size=n).astype(np.int64)
-    values = rng.uniform(bounds[0], bounds[1], size=n) * counts * (rng.random(n) < 0.6)
-    released: list[tuple[BitMap, float]] = []
-    for _ in range(int(rng.integers(1, 7))):
-        members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
-        if members.size:
-            released.append((BitMap(members.tolist()), float(values[members].sum())))
+    n, bounds, counts, released = _released_sums(rng)
     if not released:
         return
     reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
