@@ -20,11 +20,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import highspy
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix
+
+# imported for its side effect: it silences HiGHS's banner before any model is made here
+from guard.history import atomlp  # noqa: F401
+from guard.history.rowsets import as_row_ids
 
 if TYPE_CHECKING:
     from guard.history.universe import AuditCells
@@ -75,23 +79,41 @@ def feasible_interval(
     finest: AuditCells, sets: Sequence[tuple[BitMap, float]], target: Ids, bounds: tuple[float, float]
 ) -> tuple[float | None, float | None]:
     """[min, max] of the total over ``target`` given each set's SUM and per-row bounds;
-    None sides when the LP is infeasible (numerically)."""
-    cells = sorted(set().union(*(set(s) for s, _ in sets), set(target.tolist())))
-    column = {c: j for j, c in enumerate(cells)}
-    rows, cols = [], []
+    None sides when the LP is infeasible (numerically). One HiGHS model, solved in both
+    senses (the second starts from the first's basis)."""
+    cells = np.asarray(
+        BitMap.union(BitMap(target.tolist()), *(members for members, _ in sets)), dtype=np.int64
+    )
+    lines, columns = [], []
     for i, (members, _) in enumerate(sets):
-        for c in members:
-            rows.append(i)
-            cols.append(column[c])
-    a_eq = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(sets), len(cells)))
-    b_eq = np.asarray([v for _, v in sets], dtype=float)
-    counts = np.asarray([finest.rows(np.asarray([c], dtype=np.int64)) for c in cells], dtype=float)
-    low, high = bounds
-    box = list(zip(counts * low, counts * high, strict=True))
-    objective = np.zeros(len(cells))
-    objective[[column[c] for c in target.tolist()]] = 1.0
+        inside = np.searchsorted(cells, as_row_ids(members))
+        lines.append(np.full(inside.size, i, dtype=np.int64))
+        columns.append(inside)
+    line = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
+    column = np.concatenate(columns) if columns else np.zeros(0, dtype=np.int64)
+    matrix = csc_matrix((np.ones(line.size), (line, column)), shape=(len(sets), cells.size))
+    totals = np.asarray([v for _, v in sets], dtype=np.float64)
+    counts = finest.row_counts()[cells].astype(np.float64)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = int(cells.size), len(sets)
+    objective = np.zeros(cells.size)
+    objective[np.searchsorted(cells, target)] = 1.0
+    lp.col_cost_ = objective
+    lp.col_lower_ = counts * bounds[0]
+    lp.col_upper_ = counts * bounds[1]
+    lp.row_lower_ = totals
+    lp.row_upper_ = totals
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
+    highs.setOptionValue("output_flag", False)
+    highs.passModel(lp)
     ends: list[float | None] = []
-    for sign in (1.0, -1.0):
-        solved = linprog(sign * objective, A_eq=a_eq, b_eq=b_eq, bounds=box, method="highs")
-        ends.append(sign * float(solved.fun) if solved.status == 0 else None)
+    for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
+        highs.changeObjectiveSense(sense)
+        highs.run()
+        optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
     return ends[0], ends[1]

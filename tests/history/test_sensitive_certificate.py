@@ -203,3 +203,21 @@ def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
             want_high, abs=1e-6
         )
     assert reached >= 1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_row_lp_equals_an_independent_lp(seed: int) -> None:
+    """``intervals.feasible_interval`` (one highspy model, both senses) gives the
+    interval of the LP written in this test with scipy."""
+    from guard.history.intervals import feasible_interval
+
+    rng = np.random.default_rng(3000 + seed)
+    n, bounds, counts, released = _released_sums(rng)
+    if not released:
+        return
+    target = np.flatnonzero(rng.random(n) < 0.3)
+    if not target.size:
+        target = np.array([0], dtype=np.int64)
+    low, high = feasible_interval(Cells(counts), released, target.astype(np.int64), bounds)
+    want_low, want_high = _lp_interval(counts, released, target, bounds)
+    assert low == pytest.approx(want_low, abs=1e-6) and high == pytest.approx(want_high, abs=1e-6)
