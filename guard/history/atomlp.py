@@ -117,6 +117,7 @@ class AtomIntervals:
         self._bounds = bounds
         #: the feasible points every solve found (atom totals that satisfy every SUM)
         self._points: list[npt.NDArray[np.float64]] = []
+        self._stacked: npt.NDArray[np.float64] | None = None
 
     @property
     def solved(self) -> int:
@@ -153,7 +154,9 @@ class AtomIntervals:
         if not self._points:
             return np.inf, -np.inf
         low_bound, high_bound = self._bounds
-        totals = np.stack(self._points)[:, atoms]
+        if self._stacked is None or len(self._stacked) != len(self._points):
+            self._stacked = np.stack(self._points)
+        totals = self._stacked[:, atoms]
         rest = self._rows[atoms] - rows
         high = np.minimum(high_bound * rows, totals - low_bound * rest).sum(axis=1)
         low = np.maximum(low_bound * rows, totals - high_bound * rest).sum(axis=1)
