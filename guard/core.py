@@ -230,7 +230,7 @@ class Guard:
             releases = self.linker.new_releases(decision.releases, info, who.name)
             facts = request.facts()
             request.log_id = self.recorder.answered(facts, result, releases, history=screened.write)  # 7
-            self.linker.committed(decision.releases, info, who.name)
+            self.linker.committed(decision.releases, info, who.name, decision.proofs)
         return result  # 8 answer
 
     def _answer_with_noise(

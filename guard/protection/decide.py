@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from guard.cells import Cell, CellGrid
@@ -100,6 +100,8 @@ class SpaceReport:
     optimal: bool
     #: cells of the problem released (published or withheld) by earlier answers
     earlier: frozenset[Key] = frozenset()
+    #: the deviations that prove the pattern (kept for the next linked answer)
+    proofs: tuple[Mapping[Key, float], ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,11 @@ class Decision:
     reports: list[SpaceReport]
     #: the grid row behind each row of the answer (after ORDER BY / LIMIT / OFFSET)
     order: tuple[int, ...] = ()
+
+    @property
+    def proofs(self) -> dict[str, tuple[Mapping[Key, float], ...]]:
+        """Per space, the deviations that proved a pattern solved for this answer."""
+        return {r.space: r.proofs for r in self.reports if r.proofs}
 
 
 def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking) -> Decision:
@@ -233,6 +240,7 @@ def _protect_space(
             forced=forced,
             kept=kept,
             singletons=singletons,
+            prior=linking.proofs.get(space, ()),
         )
     except ProtectionInfeasible:
         raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
@@ -253,6 +261,7 @@ def _protect_space(
         result.method.value,
         result.optimal,
         earlier,
+        result.proofs if linking.fixed is not None else (),
     )
 
 

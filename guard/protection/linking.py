@@ -37,6 +37,11 @@ Fetch = Callable[[str, Sequence[Pattern], bool], Mapping[Key, Cell]]
 Released = dict[str, dict[Key, ReleaseStatus]]
 
 
+#: deviations kept per space for the next linked answer (memory: each maps the cells it
+#: moves to their moves)
+MAX_PROOFS = 20_000
+
+
 @dataclass(frozen=True)
 class Linking:
     """What the answer is protected together with.
@@ -51,6 +56,9 @@ class Linking:
         seed: the secret seed of a released table, from its space and keys (the data
             version and the query's canonical key are bound in by the :class:`Linker`).
         lower_bounds: per sum space, the a-priori lower bound of a cell (0 or -inf).
+        proofs: per space, the attacker deviations that proved the last pattern solved
+            over this table's cells (``SuppressionResult.proofs``), for the next one to
+            re-check and reuse; empty when the answer is not linked.
     """
 
     dimensions: tuple[str, ...]
@@ -59,6 +67,7 @@ class Linking:
     fetch: Fetch | None
     seed: Callable[[str, Sequence[Key]], int | None]
     lower_bounds: Mapping[str, float] = field(default_factory=dict)
+    proofs: Mapping[str, Sequence[Mapping[Key, float]]] = field(default_factory=dict)
 
 
 def standalone(shape: QueryShape) -> Linking:
@@ -91,6 +100,8 @@ class Linker:
         self._released: dict[tuple[str, str, str | None], Released] = {}
         #: (data version, table, space, key, analyst) already in the store
         self._written: set[tuple[str, str, str, Key, str]] = set()
+        #: (data version, table) -> space -> the deviations of the last pattern solved
+        self._proofs: dict[tuple[str, str], dict[str, Sequence[Mapping[Key, float]]]] = {}
 
     def linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
         """What an answer of ``who`` to ``shape`` is protected together with."""
@@ -118,7 +129,8 @@ class Linker:
         for column in table.columns:
             if column.role is Role.MEASURE and column.bounds is not None:
                 lower_bounds[f"sum({column.name.lower()})"] = 0.0 if column.bounds[0] >= 0 else -math.inf
-        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds)
+        proofs = self._proofs.get((info.data_version, info.name), {}) if fixed is not None else {}
+        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds, proofs)
 
     def new_releases(
         self, releases: Mapping[str, Mapping[Key, ReleaseStatus]], info: TableInfo, analyst: str
@@ -133,9 +145,18 @@ class Linker:
         return rows
 
     def committed(
-        self, releases: Mapping[str, Mapping[Key, ReleaseStatus]], info: TableInfo, analyst: str
+        self,
+        releases: Mapping[str, Mapping[Key, ReleaseStatus]],
+        info: TableInfo,
+        analyst: str,
+        proofs: Mapping[str, Sequence[Mapping[Key, float]]] | None = None,
     ) -> None:
-        """The store committed ``releases``: memory may say so now."""
+        """The store committed ``releases``: memory may say so now, and keep the
+        deviations that proved the answer's patterns (``proofs``, per space; at most
+        :data:`MAX_PROOFS` each) for the next answer linked with them."""
+        if proofs:
+            kept = self._proofs.setdefault((info.data_version, info.name), {})
+            kept.update({space: tuple(found[:MAX_PROOFS]) for space, found in proofs.items()})
         for space, cells in releases.items():
             self._written.update((info.data_version, info.name, space, k, analyst) for k in cells)
         for (version, name, who), known in self._released.items():

@@ -108,6 +108,10 @@ class Certificates:
                 return k
         return None
 
+    def deviations(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every kept deviation not withdrawn: (cells it moves, sorted; their moves)."""
+        return [found for k, found in enumerate(self._found) if k not in self._withdrawn]
+
     def moves(self, k: int) -> np.ndarray:
         """The cells deviation number ``k`` moves (sorted)."""
         return self._found[k][0]
@@ -121,6 +125,14 @@ class Certificates:
         deviations that leave ``avoid`` in place, see :meth:`covers`)."""
         upper, lower = levels
         return self.covers(p, upper, True, avoid) and self.covers(p, lower, False, avoid)
+
+    def absorb(self, other: Certificates) -> None:
+        """Keep ``other``'s deviations that this one lacks (checked already: ``other``
+        must be of the same table, e.g. made by :meth:`inside`)."""
+        have = {(support.tobytes(), values.tobytes()) for support, values in self._found}
+        for support, values in other.deviations():
+            if (support.tobytes(), values.tobytes()) not in have:
+                self._keep(support, values)
 
     def inside(self, hidden: Set[int], watch: Set[int] = frozenset()) -> Certificates:
         """The deviations that move only cells of ``hidden`` (proofs for any pattern

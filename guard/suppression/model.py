@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
@@ -163,6 +163,10 @@ class SuppressionResult:
         optimal: the MILP proved the pattern optimal for the perturbed costs.
         cost: information loss ``Σ w_i`` over all withheld cells (unperturbed weights).
         repaired: cells added by the audit-and-repair passes.
+        proofs: the verified attacker deviations (cell -> move) that prove the pattern,
+            each moving withheld cells only; a later problem over the same cells may
+            adopt them (``suppress(prior=...)``), after checking them again. Internal:
+            they hold hidden values' room, never show them.
     """
 
     primary: frozenset[Key]
@@ -171,6 +175,7 @@ class SuppressionResult:
     optimal: bool
     cost: float
     repaired: int = 0
+    proofs: tuple[Mapping[Key, float], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def suppressed(self) -> frozenset[Key]:

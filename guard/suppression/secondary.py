@@ -41,7 +41,7 @@ function of the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -85,6 +85,7 @@ def suppress(
     kept: Iterable[Key] = (),
     singletons: Iterable[Key] = (),
     guarded: Iterable[Key] | None = None,
+    prior: Iterable[Mapping[Key, float]] = (),
 ) -> SuppressionResult:
     """Withhold every sensitive cell and enough complementary cells to protect them.
 
@@ -103,6 +104,10 @@ def suppress(
             pattern must hold against them too (:mod:`~guard.suppression.singletons`).
         guarded: further cells no such insider may recover exactly (sensitive cells
             always are).
+        prior: attacker deviations that proved an earlier pattern over these cells
+            (:attr:`SuppressionResult.proofs`); each is checked exactly against this
+            table and the cells withheld from the start, and those that hold spare the
+            heuristic an LP for every level they already cover.
 
     Raises:
         ProtectionInfeasible: a sensitive cell is in ``kept``, or cannot reach its
@@ -131,6 +136,7 @@ def suppress(
         hidden, certificates = exact.hidden, exact.certificates
     else:
         certificates = Certificates(table)
+        _adopt(certificates, table, prior, forced_idx | frozenset(levels))
         hidden = solve_heuristic(
             table,
             levels,
@@ -164,7 +170,8 @@ def suppress(
                 hidden = protect_singletons(
                     table, hidden, known, levels, costs, kept_idx, guarded=guard, certificates=certificates
                 )
-            return _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
+            result = _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
+            return replace(result, proofs=_proofs(table, certificates, hidden))
         hidden = solve_heuristic(
             table,
             {i: levels[i] for i in short},
@@ -176,6 +183,33 @@ def suppress(
         )
     raise ProtectionInfeasible(
         f"{len(short)} sensitive cells still fail the audit after {opts.repair_rounds} repair passes"
+    )
+
+
+def _adopt(
+    certificates: Certificates, table: Table, prior: Iterable[Mapping[Key, float]], hidden: frozenset[int]
+) -> None:
+    """Keep the ``prior`` deviations that are deviations of ``table`` moving only
+    ``hidden`` cells (``Certificates.add`` checks ``A d = 0`` and the bounds exactly)."""
+    for deviation in prior:
+        if not all(key in table for key in deviation):
+            continue
+        cells = np.fromiter((table.index(k) for k in deviation), dtype=np.int64, count=len(deviation))
+        certificates.add(
+            cells, np.fromiter(deviation.values(), dtype=np.float64, count=len(deviation)), hidden
+        )
+
+
+def _proofs(
+    table: Table, certificates: Certificates, hidden: Iterable[int]
+) -> tuple[Mapping[Key, float], ...]:
+    """The deviations that prove the final pattern, by cell key."""
+    withheld = np.zeros(len(table), dtype=bool)
+    withheld[list(hidden)] = True
+    return tuple(
+        {table.keys[int(i)]: float(v) for i, v in zip(cells, moves, strict=True)}
+        for cells, moves in certificates.deviations()
+        if withheld[cells].all()
     )
 
 

@@ -96,13 +96,14 @@ def protect_singletons(
     """
     group = _same_unit(table, singletons)
     current = set(hidden)
-    if certificates is not None:
-        # the pattern only grows from here: what proves it now proves it throughout
-        certificates = certificates.inside(current, watch=singletons)
+    # the pattern only grows from here: what proves it now proves it throughout
+    local = None if certificates is None else certificates.inside(current, watch=singletons)
     for _ in range(rounds):
         grown = _relation_rule(table, current, singletons, costs, kept, guarded)
-        grown = _insider_audit(table, grown, group, levels, costs, kept, certificates)
+        grown = _insider_audit(table, grown, group, levels, costs, kept, local)
         if grown == current:
+            if certificates is not None and local is not None:
+                certificates.absorb(local)  # the insiders' proofs serve the next pattern too
             return frozenset(current)
         current = grown
     raise ProtectionInfeasible(f"singleton protection did not settle in {rounds} rounds")
