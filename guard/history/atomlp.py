@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import highspy
 import numpy as np
@@ -29,7 +30,7 @@ from scipy.sparse import csc_matrix
 
 from guard.history.rowsets import as_row_ids
 
-__all__ = ["AtomIntervals", "atoms_of"]
+__all__ = ["AtomIntervals", "atoms_of", "both_ends", "sums_model"]
 
 
 def _first_highs() -> None:
@@ -54,6 +55,50 @@ def _first_highs() -> None:
 _first_highs()
 
 Ids = npt.NDArray[np.int64]
+
+
+def sums_model(
+    matrix: csc_matrix,
+    totals: npt.NDArray[np.float64],
+    lower: npt.NDArray[np.floating[Any]],
+    upper: npt.NDArray[np.floating[Any]],
+    cost: npt.NDArray[np.float64] | None = None,
+) -> highspy.Highs:
+    """A quiet HiGHS model of released SUMs: variable j within [lower_j, upper_j], row i
+    of ``matrix`` (0/1, one row per released set) equal to ``totals[i]``; objective
+    ``cost`` (zero when None)."""
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = int(matrix.shape[1]), int(matrix.shape[0])
+    lp.col_cost_ = np.zeros(matrix.shape[1]) if cost is None else cost
+    lp.col_lower_ = np.asarray(lower, dtype=np.float64)
+    lp.col_upper_ = np.asarray(upper, dtype=np.float64)
+    lp.row_lower_ = totals
+    lp.row_upper_ = totals
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
+    highs.setOptionValue("output_flag", False)
+    highs.passModel(lp)
+    return highs
+
+
+def both_ends(
+    highs: highspy.Highs, point: Callable[[npt.NDArray[np.float64]], None] | None = None
+) -> list[float | None]:
+    """[min, max] of the model's objective (the second solve starts from the first's
+    basis); None for a side the solver does not prove optimal. ``point`` receives each
+    optimal solution."""
+    ends: list[float | None] = []
+    for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
+        highs.changeObjectiveSense(sense)
+        highs.run()
+        optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
+        if optimal and point is not None:
+            point(np.asarray(highs.getSolution().col_value, dtype=np.float64))
+    return ends
 
 
 def atoms_of(after: Sequence[tuple[BitMap, float]], reach: Ids, size: int) -> tuple[Ids, Ids]:
@@ -99,20 +144,7 @@ class AtomIntervals:
         column = np.concatenate(columns) if columns else np.zeros(0, dtype=np.int64)
         matrix = csc_matrix((np.ones(line.size), (line, column)), shape=(len(after), count))
         totals = np.asarray([v for _, v in after], dtype=np.float64)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = count, len(after)
-        lp.col_cost_ = np.zeros(count)
-        lp.col_lower_ = np.asarray(self._rows * bounds[0], dtype=np.float64)
-        lp.col_upper_ = np.asarray(self._rows * bounds[1], dtype=np.float64)
-        lp.row_lower_ = totals
-        lp.row_upper_ = totals
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr
-        lp.a_matrix_.index_ = matrix.indices
-        lp.a_matrix_.value_ = matrix.data
-        self._highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-        self._highs.setOptionValue("output_flag", False)
-        self._highs.passModel(lp)
+        self._highs = sums_model(matrix, totals, self._rows * bounds[0], self._rows * bounds[1])
         self._found: dict[int, tuple[float | None, float | None]] = {}
         self._bounds = bounds
         #: the feasible points every solve found (atom totals that satisfy every SUM)
@@ -171,13 +203,6 @@ class AtomIntervals:
     def _solve(self, atoms: npt.NDArray[np.int64]) -> list[float | None]:
         highs = self._highs
         highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.ones(atoms.size))
-        ends: list[float | None] = []
-        for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
-            highs.changeObjectiveSense(sense)
-            highs.run()
-            optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-            ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
-            if optimal:
-                self._points.append(np.asarray(highs.getSolution().col_value, dtype=np.float64))
+        ends = both_ends(highs, self._points.append)
         highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.zeros(atoms.size))
         return ends

@@ -20,14 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csc_matrix
 
-# imported for its side effect: it silences HiGHS's banner before any model is made here
-from guard.history import atomlp  # noqa: F401
+from guard.history.atomlp import both_ends, sums_model
 from guard.history.rowsets import as_row_ids
 
 if TYPE_CHECKING:
@@ -94,26 +92,8 @@ def feasible_interval(
     matrix = csc_matrix((np.ones(line.size), (line, column)), shape=(len(sets), cells.size))
     totals = np.asarray([v for _, v in sets], dtype=np.float64)
     counts = finest.row_counts()[cells].astype(np.float64)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = int(cells.size), len(sets)
     objective = np.zeros(cells.size)
     objective[np.searchsorted(cells, target)] = 1.0
-    lp.col_cost_ = objective
-    lp.col_lower_ = counts * bounds[0]
-    lp.col_upper_ = counts * bounds[1]
-    lp.row_lower_ = totals
-    lp.row_upper_ = totals
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = matrix.indptr
-    lp.a_matrix_.index_ = matrix.indices
-    lp.a_matrix_.value_ = matrix.data
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-    highs.setOptionValue("output_flag", False)
-    highs.passModel(lp)
-    ends: list[float | None] = []
-    for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
-        highs.changeObjectiveSense(sense)
-        highs.run()
-        optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
-        ends.append(float(highs.getInfo().objective_function_value) if optimal else None)
+    highs = sums_model(matrix, totals, counts * bounds[0], counts * bounds[1], objective)
+    ends = both_ends(highs)
     return ends[0], ends[1]
