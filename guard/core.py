@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -165,19 +166,26 @@ class Guard:
             InternalError: anything else went wrong (logged, with the fault's class only).
         """
         request = _Request(analyst, sql)
+        return self._recorded(request, lambda: self._answer_or_post(request, parameters))
+
+    def _recorded(self, request: _Request, answer: Callable[[], ProtectedResult]) -> ProtectedResult:
+        """``answer()``; a failure is logged as ``request``'s, then raised."""
         try:
-            try:
-                return self._answer(request, parameters)
-            except QueryRejected:
-                outer = self._outer(request, parameters)  # a plain query's rejection stands
-                if outer is None:
-                    raise
-            return self._post(request, outer)
+            return answer()
         except GuardError as error:
             self.recorder.failed(request.facts(), error)
             raise
         except Exception as error:  # a fault, not a decision: logged, then reported as one
             raise self._internal(request, error) from error
+
+    def _answer_or_post(self, request: _Request, parameters: Sequence[Parameter] | None) -> ProtectedResult:
+        try:
+            return self._answer(request, parameters)
+        except QueryRejected:
+            outer = self._outer(request, parameters)  # a plain query's rejection stands
+            if outer is None:
+                raise
+        return self._post(request, outer)
 
     def _outer(self, request: _Request, parameters: Sequence[Parameter] | None) -> OuterPlan | None:
         """The plan of a query over protected answers, or None when the plain path's
@@ -197,13 +205,7 @@ class Guard:
         logged: list[int] = []
         for inner in plan.inners:
             asked = _Request(request.analyst, inner.sql)
-            try:
-                answers.append(self._answer(asked, None))
-            except GuardError as error:
-                self.recorder.failed(asked.facts(), error)
-                raise
-            except Exception as error:
-                raise self._internal(asked, error) from error
+            answers.append(self._recorded(asked, partial(self._answer, asked, None)))
             assert asked.log_id is not None
             logged.append(asked.log_id)
         result = run_outer(plan, answers)
