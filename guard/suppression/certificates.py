@@ -108,9 +108,15 @@ class Certificates:
                 return k
         return None
 
-    def deviations(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Every kept deviation not withdrawn: (cells it moves, sorted; their moves)."""
-        return [found for k, found in enumerate(self._found) if k not in self._withdrawn]
+    def deviations(self, within: Set[int] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every kept deviation not withdrawn (and moving only cells of ``within``, the
+        proofs for a pattern that withholds them): (cells it moves, sorted; their moves)."""
+        found = [d for k, d in enumerate(self._found) if k not in self._withdrawn]
+        if within is None:
+            return found
+        mask = np.zeros(len(self._up), dtype=bool)
+        mask[list(within)] = True
+        return [(support, values) for support, values in found if mask[support].all()]
 
     def moves(self, k: int) -> np.ndarray:
         """The cells deviation number ``k`` moves (sorted)."""
@@ -137,16 +143,13 @@ class Certificates:
     def inside(self, hidden: Set[int], watch: Set[int] = frozenset()) -> Certificates:
         """The deviations that move only cells of ``hidden`` (proofs for any pattern
         that withholds at least ``hidden``), watching ``watch`` (see ``__init__``)."""
-        mask = np.zeros(len(self._up), dtype=bool)
-        mask[list(hidden)] = True
         kept = Certificates.__new__(Certificates)
         kept._columns, kept._up, kept._down = self._columns, self._up, self._down
         kept._watch = frozenset(watch)
         kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], {}
         kept._withdrawn = set()
-        for k, (support, values) in enumerate(self._found):
-            if k not in self._withdrawn and mask[support].all():
-                kept._keep(support, values)
+        for support, values in self.deviations(within=hidden):
+            kept._keep(support, values)
         return kept
 
 

@@ -205,10 +205,8 @@ def _prove_for_every_insider(
     and direction proves its levels against every other insider at once, instead of
     one interval LP per insider. Cells with no such deviation are left to the
     per-insider audit."""
-    outsiders = np.zeros(len(table), dtype=bool)
-    outsiders[list(hidden - set(group))] = True
-    published = np.flatnonzero(~_mask(len(table), hidden))
-    base = DeviationProblem.of(table, set(published.tolist()))
+    outsiders = _mask(len(table), hidden - set(group))
+    base = DeviationProblem.of(table, set())  # each cell's problem fixes its own cells below
     free = np.zeros(len(table))
     for p in sorted(near & set(levels), key=lambda p: (-max(levels[p]), p)):
         others = frozenset(group) - group.get(p, frozenset())
