@@ -169,15 +169,6 @@ class AtomIntervals:
             self._found[atom] = (ends[0], ends[1])
         return self._found[atom]
 
-    def seen(self, atom: int) -> tuple[float, float]:
-        """The lowest and highest total of ``atom`` at the feasible points every solve so
-        far has found (the LP's optimum is a point where every atom has some total): its
-        interval reaches at least that far, without a solve of its own."""
-        if not self._points:
-            return np.inf, -np.inf
-        totals = np.array([point[atom] for point in self._points])
-        return float(totals.min()), float(totals.max())
-
     def reach(self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> tuple[float, float]:
         """How far down and up the total of a set reaches that holds ``rows[i]`` rows of
         atom ``atoms[i]`` (and nothing outside them), at the feasible points found so far:
@@ -196,7 +187,7 @@ class AtomIntervals:
 
     def spread(self, atoms: npt.NDArray[np.int64]) -> None:
         """Two solves that push the total of ``atoms`` together down, then up: feasible
-        points at which many of them sit near their own ends at once (see :meth:`seen`)."""
+        points at which many of them sit near their own ends at once (see :meth:`reach`)."""
         if atoms.size:
             self._solve(atoms)
 

@@ -272,22 +272,9 @@ def _atom_proven(
         low_atom, high_atom = intervals.interval(own_atom)
         if low_atom is None or high_atom is None:
             continue
-        rest = intervals.rows(own_atom) - float(share[0])
-        out[i] = _reaches(
-            sets, cells, number, _set_interval((low_atom, high_atom), float(share[0]), rest, bounds), bounds
-        )
+        # the exact solves' optima are points now, at the ends of the atom's interval
+        out[i] = _reaches(sets, cells, number, intervals.reach(own, share), bounds)
     return out
-
-
-def _set_interval(
-    atom_interval: tuple[float, float], rows: float, rest: float, bounds: tuple[float, float]
-) -> tuple[float, float]:
-    """How far a set of ``rows`` rows inside an atom reaches when the atom's total spans
-    ``atom_interval`` and its other ``rest`` rows stay within their bounds."""
-    low_atom, high_atom = atom_interval
-    return max(bounds[0] * rows, low_atom - bounds[1] * rest), min(
-        bounds[1] * rows, high_atom - bounds[0] * rest
-    )
 
 
 def _reaches(

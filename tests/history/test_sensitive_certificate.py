@@ -197,7 +197,7 @@ def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
     for a in every.tolist():
         rows = reach[atom == a]
         want_low, want_high = _lp_interval(counts, released, rows, bounds)
-        seen_low, seen_high = intervals.seen(a)
+        seen_low, seen_high = intervals.reach(np.array([a]), np.array([intervals.rows(a)]))
         assert want_low - 1e-6 <= seen_low <= seen_high <= want_high + 1e-6
         reached += seen_low == pytest.approx(want_low, abs=1e-6) or seen_high == pytest.approx(
             want_high, abs=1e-6
