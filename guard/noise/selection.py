@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.query.shape import Predicate, PredOp, Scalar, jsonable
+from guard.query.shape import AnyOf, Condition, Predicate, PredOp, Scalar, jsonable
 
 __all__ = ["EMPTY", "cell_selection"]
 
@@ -144,14 +144,20 @@ class _Column:
 
 
 def cell_selection(
-    predicates: Iterable[Predicate],
+    predicates: Iterable[Condition],
     keys: Sequence[tuple[str, Scalar | None]],
     types: Mapping[str, str],
 ) -> str:
     """The canonical JSON of the rows a cell selects: WHERE conjuncts ∧ key = value
     (``None``: the key IS NULL). ``types`` maps column names to engine type names (only
-    integer-ness is read). Equal for selections equal on every possible table."""
+    integer-ness is read). Equal for selections equal on every possible table.
+
+    A disjunction (:class:`AnyOf`) is kept as the query's canonical form states it, next
+    to the per-column conditions: a selection with one never shares a key with one
+    without, and two phrasings of one disjunction that differ there are paid for apart
+    (as any two selections equal only on this data)."""
     columns: dict[str, _Column] = {}
+    disjunctions: list[AnyOf] = []
     lowered_types = {name.lower(): kind.upper() for name, kind in types.items()}
 
     def column(name: str) -> _Column:
@@ -161,7 +167,10 @@ def cell_selection(
         return columns[lowered]
 
     for predicate in predicates:
-        column(predicate.column).add(predicate)
+        if isinstance(predicate, AnyOf):
+            disjunctions.append(predicate)
+        else:
+            column(predicate.column).add(predicate)
     for name, value in keys:
         op = PredOp.IS_NULL if value is None else PredOp.IN
         column(name).add(Predicate(name, op, () if value is None else (value,)))
@@ -173,6 +182,10 @@ def cell_selection(
                 canonical[name] = conditions
     except _Contradiction:
         return EMPTY
+    if disjunctions:
+        # a column's conditions are objects, so this list form cannot be a column's
+        either = [json.loads(text)[1] for text in sorted(d.sort_key() for d in disjunctions)]
+        return json.dumps({"and": canonical, "or": either}, sort_keys=True, separators=(",", ":"))
     return json.dumps(canonical, sort_keys=True, separators=(",", ":"))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from guard.backends.base import DUCKDB_CAPABILITIES, Capabilities
-from guard.query.shape import Predicate, PredOp, QueryShape
+from guard.query.shape import AnyOf, Condition, Predicate, PredOp, QueryShape
 
 __all__ = ["GID", "column", "condition", "distinct_sets", "grouping_id", "grouping_sets", "where"]
 
@@ -57,9 +57,15 @@ def grouping_sets(sets: tuple[tuple[str, ...], ...], *extra: str) -> exp.Groupin
     )
 
 
-def where(predicates: tuple[Predicate, ...]) -> exp.Expr | None:
-    conditions = [condition(p) for p in predicates]
+def where(predicates: tuple[Condition, ...]) -> exp.Expr | None:
+    conditions = [_conjunct(p) for p in predicates]
     return exp.and_(*conditions) if conditions else None
+
+
+def _conjunct(item: Condition) -> exp.Expr:
+    if isinstance(item, AnyOf):
+        return exp.Paren(this=exp.or_(*[condition(p) for p in item.alternatives]))
+    return condition(item)
 
 
 def condition(predicate: Predicate) -> exp.Expr:

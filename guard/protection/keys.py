@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from guard.query.shape import AggFunc, Aggregate, PredOp, QueryShape
+from guard.query.shape import AggFunc, Aggregate, Predicate, PredOp, QueryShape
 from guard.suppression import TOTAL, Key
 
 __all__ = [
@@ -84,6 +84,8 @@ def fixed_positions(shape: QueryShape, dimensions: Sequence[str]) -> dict[int, s
     position = {d.lower(): i for i, d in enumerate(dimensions)}
     fixed: dict[int, str] = {}
     for predicate in shape.predicates:
+        if not isinstance(predicate, Predicate):
+            return None  # a disjunction fixes no position
         j = position.get(predicate.column.lower())
         if j is None:
             return None

@@ -22,7 +22,7 @@ from guard.cells import Cell, CellGrid, cells_from_result
 from guard.plan.rewrite import rewrite
 from guard.policy.model import Analyst, LinkScope, Policy, Role, Table
 from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
-from guard.query.shape import Predicate, QueryShape
+from guard.query.shape import Condition, QueryShape
 from guard.state.records import Release, ReleaseStatus
 from guard.suppression import Key
 
@@ -186,7 +186,7 @@ class Linker:
         dimensions: Sequence[str],
         space: str,
         patterns: Sequence[Pattern],
-        predicates: tuple[Predicate, ...],
+        predicates: tuple[Condition, ...],
     ) -> dict[Key, Cell]:
         """Every non-empty cell of ``patterns`` over the rows ``predicates`` select, in one
         backend query."""

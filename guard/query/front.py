@@ -13,15 +13,23 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from guard.policy.model import Analyst, Policy, Table
+from guard.errors import QueryRejected
+from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
 from guard.query.analyze import analyze
 from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
 from guard.query.parse import DIALECT, parse
-from guard.query.shape import QueryShape
+from guard.query.shape import AnyOf, QueryShape
 from guard.query.validate import validate
 
-__all__ = ["FrontResult", "Trace", "read_query", "visible_tables"]
+__all__ = ["DISJUNCTION_REFUSED", "FrontResult", "Trace", "audited_on_rows", "read_query", "visible_tables"]
+
+DISJUNCTION_REFUSED = (
+    "OR across columns, and NOT of a combined condition or a range, are allowed only where "
+    "answers are audited against the history (policy protection.history.audit: exact) or "
+    "answered with noise; here, write alternatives of one column as IN (...) and ask other "
+    "combinations as separate queries"
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,22 @@ def read_query(
     if listing is not None:
         check_listable(select, listing, table)
     shape = analyze(select, table, column_types(table.name), policy.limits)
+    disjunctive = any(isinstance(c, AnyOf) for c in shape.predicates)
+    if disjunctive and not audited_on_rows(policy, table, analyst, shape):
+        raise QueryRejected(DISJUNCTION_REFUSED)
     if listing is not None:
         shape, listing = listing.detach(shape)
     return FrontResult(table, shape, bound, listing)
+
+
+def audited_on_rows(policy: Policy, table: Table, analyst: Analyst | None, shape: QueryShape) -> bool:
+    """Whether an answer to ``shape`` is judged on the rows it covers, whatever its SQL:
+    by the history audit (exact: its query sets are unions of finest cells, so any
+    combination of dimension conditions is judged as the rows it selects) or by noise
+    (each selection paid for). Only then may WHERE hold a disjunction: without it, OR
+    across columns builds trackers that no per-answer rule sees. ``analyst`` None (the
+    offline audit of a log): any declared analyst answered that way."""
+    if policy.protection.history.audit is HistoryMode.EXACT:
+        return True
+    analysts = policy.analysts if analyst is None else (analyst,)
+    return any(policy.noise_mode(table, a, shape.summed) is NoiseMode.NOISE for a in analysts)

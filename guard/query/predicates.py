@@ -1,6 +1,7 @@
-"""Stage 3's reading of WHERE: conjuncts of plain comparisons between one dimension and
-constants, normalized into :class:`~guard.query.shape.Predicate` values (so that
-re-phrasings select the same rows and read the same way in the log).
+"""Stage 3's reading of WHERE: plain comparisons between one dimension and constants,
+normalized into :class:`~guard.query.shape.Predicate` values (so that re-phrasings
+select the same rows and read the same way in the log), joined by AND, OR and NOT into
+the normal form of :mod:`guard.query.formula`.
 
 Only dimensions may be compared, and only with constants: a predicate on a measure would
 make a refusal a function of confidential values (its refusal bit would leak them).
@@ -17,8 +18,9 @@ from sqlglot import exp
 from guard.engines import NUMERIC_TYPES
 from guard.errors import QueryRejected
 from guard.policy.model import Column, Limits
+from guard.query.formula import conditions
 from guard.query.scope import Scope
-from guard.query.shape import Predicate, PredOp, Scalar
+from guard.query.shape import Condition, Predicate, PredOp, Scalar, order_of
 
 __all__ = ["abbreviated", "where_predicates"]
 
@@ -40,112 +42,16 @@ _PATTERN_MATCH = (exp.Like, exp.ILike, exp.RegexpLike, exp.SimilarTo, exp.Glob)
 _MAX_INTEGER = 2**127 - 1
 
 
-def where_predicates(select: exp.Select, scope: Scope, limits: Limits) -> tuple[Predicate, ...]:
+def where_predicates(select: exp.Select, scope: Scope, limits: Limits) -> tuple[Condition, ...]:
+    """The WHERE clause as a conjunction of conditions (:mod:`guard.query.formula`)."""
     where = select.args.get("where")
     if where is None:
         return ()
-    found = [p for c in _conjuncts(where.this) for p in _predicates(c, scope, limits)]
-    predicates = {p.sort_key(): p for p in found}
-    return tuple(predicates[key] for key in sorted(predicates))
-
-
-def _predicates(node: exp.Expr, scope: Scope, limits: Limits) -> list[Predicate]:
-    """The conjuncts one WHERE term stands for. OR between alternatives on one column
-    and NOT of a comparison are read as the equivalent positive forms (``x = 'a' OR x =
-    'b'`` is ``x IN ('a', 'b')``; ``NOT x IN ('a', 'b')`` is ``x <> 'a' AND x <> 'b'``;
-    ``NOT x < 5`` is ``x >= 5``; NULLs are excluded by both sides alike): the same rows
-    as a query already allowed, so nothing new can be asked. OR across columns and
-    negations with no positive form stay refused."""
-    node = node.unnest()
-    if isinstance(node, exp.Or):
-        return [_alternatives(node, scope, limits)]
-    if isinstance(node, exp.Not):
-        inner = node.this.unnest()
-        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-            return [Predicate(_bare_dimension(inner.this, scope).name, PredOp.IS_NOT_NULL)]
-        if isinstance(inner, exp.Not):
-            return _predicates(inner.this, scope, limits)
-        if isinstance(inner, exp.Or):  # NOT (a OR b) is NOT a AND NOT b
-            return [p for part in _disjuncts(inner) for p in _predicates(exp.Not(this=part), scope, limits)]
-        if isinstance(inner, exp.And | exp.Between | exp.Paren) or not _negatable(inner):
-            raise QueryRejected(_NOT_REFUSED)
-        return [n for p in _predicates(inner, scope, limits) for n in _negated(p)]
-    return [_predicate(node, scope, limits)]
-
-
-_OR_REFUSED = (
-    "OR is allowed only between alternatives on one column (major = 'EE' OR major = 'CS', "
-    "which is major IN ('EE', 'CS')): for other combinations ask separate queries"
-)
-_NOT_REFUSED = (
-    "NOT is allowed only before a comparison, IN or IS NULL: write the condition positively, "
-    "e.g. with <> or IN (...), or a range as two queries"
-)
-
-
-def _disjuncts(node: exp.Expr) -> list[exp.Expr]:
-    return _flattened(node, exp.Or)
-
-
-def _alternatives(node: exp.Or, scope: Scope, limits: Limits) -> Predicate:
-    """``x = a OR x IN (b, c)``: one IN over the union, else refused."""
-    alternatives = _disjuncts(node)
-    if any(isinstance(d, exp.And) for d in alternatives):
-        raise QueryRejected(_OR_REFUSED)  # (x = 1 AND x = 2) OR x = 3 is not an IN of all three
-    parts = [p for d in alternatives for p in _predicates(d, scope, limits)]
-    if any(p.op is not PredOp.IN for p in parts) or len({p.column for p in parts}) != 1:
-        raise QueryRejected(_OR_REFUSED)
-    values = {v for p in parts for v in p.values}
-    if len(values) > limits.max_in_values:
-        raise QueryRejected(f"OR lists {len(values)} values; the limit is {limits.max_in_values}")
-    return Predicate(parts[0].column, PredOp.IN, tuple(sorted(values, key=_order)))
-
-
-def _negatable(node: exp.Expr) -> bool:
-    return isinstance(node, exp.In | exp.Is | exp.Column) or type(node) in _COMPARISONS
-
-
-_OPPOSITE = {
-    PredOp.LT: PredOp.GE,
-    PredOp.LE: PredOp.GT,
-    PredOp.GT: PredOp.LE,
-    PredOp.GE: PredOp.LT,
-    PredOp.IS_NULL: PredOp.IS_NOT_NULL,
-    PredOp.IS_NOT_NULL: PredOp.IS_NULL,
-}
-
-
-def _negated(predicate: Predicate) -> list[Predicate]:
-    """The positive conjuncts equal to NOT ``predicate`` (rows where the column is NULL
-    are excluded by both)."""
-    op = predicate.op
-    if op is PredOp.IN:
-        return [Predicate(predicate.column, PredOp.NE, (v,)) for v in predicate.values]
-    if op is PredOp.NE:
-        return [Predicate(predicate.column, PredOp.IN, predicate.values)]
-    if op in _OPPOSITE:
-        return [Predicate(predicate.column, _OPPOSITE[op], predicate.values)]
-    raise QueryRejected(_NOT_REFUSED)
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    return _flattened(node, exp.And)
-
-
-def _flattened(node: exp.Expr, connective: type[exp.Connector]) -> list[exp.Expr]:
-    """The operands of a chain of one connective (AND or OR), parentheses removed."""
-    node = node.unnest()
-    if isinstance(node, connective):
-        return _flattened(node.left, connective) + _flattened(node.right, connective)
-    return [node]
+    return conditions(where.this, lambda node: _predicate(node, scope, limits), limits.max_in_values)
 
 
 def _predicate(node: exp.Expr, scope: Scope, limits: Limits) -> Predicate:
-    if isinstance(node, exp.Or | exp.Not):
-        found = _predicates(node, scope, limits)
-        if len(found) != 1:
-            raise QueryRejected(_OR_REFUSED if isinstance(node, exp.Or) else _NOT_REFUSED)
-        return found[0]
+    """One comparison (AND, OR and NOT are read by :func:`conditions`)."""
     if isinstance(node, _PATTERN_MATCH):
         raise QueryRejected(
             "pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE: "
@@ -165,7 +71,7 @@ def _predicate(node: exp.Expr, scope: Scope, limits: Limits) -> Predicate:
             raise QueryRejected(
                 f"IN list has {len(node.expressions)} values; the limit is {limits.max_in_values}"
             )
-        values = tuple(sorted({_constant(v, column, scope) for v in node.expressions}, key=_order))
+        values = tuple(sorted({_constant(v, column, scope) for v in node.expressions}, key=order_of))
         return Predicate(column.name, PredOp.IN, values)
     if isinstance(node, exp.Between):
         column = _bare_dimension(node.this, scope)
@@ -200,7 +106,7 @@ def _predicate(node: exp.Expr, scope: Scope, limits: Limits) -> Predicate:
     raise QueryRejected(
         f"WHERE {node.sql(dialect='duckdb')} is not allowed: use comparisons (=, <>, <, <=, >, "
         ">=), IN (...), BETWEEN or IS [NOT] NULL of a dimension column with constants, "
-        "joined by AND"
+        "joined by AND, OR and NOT"
     )
 
 
@@ -321,7 +227,3 @@ def _ascending(low: Scalar, high: Scalar) -> tuple[Scalar, Scalar]:
         raise QueryRejected(
             "BETWEEN SYMMETRIC needs two bounds of the same type: write both as dates or both as timestamps"
         ) from None
-
-
-def _order(value: Scalar) -> tuple[str, str]:
-    return (type(value).__name__, repr(value))

@@ -10,6 +10,8 @@ from enum import Enum
 __all__ = [
     "AggFunc",
     "Aggregate",
+    "AnyOf",
+    "Condition",
     "OrderItem",
     "Output",
     "OutputKind",
@@ -18,6 +20,7 @@ __all__ = [
     "QueryShape",
     "Scalar",
     "jsonable",
+    "order_of",
 ]
 
 #: a constant an analyst may compare a dimension with
@@ -68,6 +71,23 @@ class Predicate:
         return json.dumps([self.column, self.op.value, [jsonable(v) for v in self.values]])
 
 
+@dataclass(frozen=True)
+class AnyOf:
+    """One conjunct of the WHERE clause that is a disjunction: rows meeting at least one
+    of ``alternatives`` (comparisons of different columns, or ranges of one, that no
+    single comparison states), in canonical order. Allowed only where answers are
+    audited on rows (:func:`guard.query.front.read_query`)."""
+
+    alternatives: tuple[Predicate, ...]
+
+    def sort_key(self) -> str:
+        return json.dumps(["or", [json.loads(p.sort_key()) for p in self.alternatives]])
+
+
+#: one conjunct of a normalized WHERE clause
+Condition = Predicate | AnyOf
+
+
 class OutputKind(Enum):
     KEY = "key"  # a GROUP BY dimension
     AGGREGATE = "aggregate"
@@ -95,7 +115,8 @@ class QueryShape:
     """An accepted query, normalized. Everything the guard decides on is here."""
 
     table: str
-    predicates: tuple[Predicate, ...]
+    #: the WHERE clause as a conjunction (:mod:`guard.query.formula`)
+    predicates: tuple[Condition, ...]
     #: every grouping key, in order of first appearance in GROUP BY
     group_by: tuple[str, ...]
     #: () for a plain GROUP BY (one grouping set: all of ``group_by``). Otherwise the
@@ -156,6 +177,11 @@ class QueryShape:
             key["grouping_sets"] = sorted(sorted(s) for s in self.grouping_sets)
         key["aggregates"] = sorted(a.label for a in self.aggregates)
         return json.dumps(key, separators=(",", ":"))
+
+
+def order_of(value: Scalar) -> tuple[str, str]:
+    """A total order over constants of mixed types (for canonical IN lists)."""
+    return (type(value).__name__, repr(value))
 
 
 def jsonable(value: Scalar) -> str | int | float | bool:

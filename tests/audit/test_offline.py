@@ -153,3 +153,17 @@ def test_rows_without_a_privacy_unit_leave_gaps_in_row_ids(tmp_path: Path) -> No
         assert guard.backend.table_info("students").rows == 9
         [baker] = replay(guard, ("alice", EE), ("bob", MALE_EE)).disclosures
     assert baker.units == 1 and baker.description == BAKER
+
+
+def test_a_tracker_written_with_or_across_columns_is_found(students: Guard) -> None:
+    """EE plus female minus (EE OR female) is the female EE students: Baker alone. The
+    offline audit reads the disjunction as the rows it selects, like the online audit."""
+    result = replay(
+        students,
+        ("alice", EE),
+        ("alice", "SELECT SUM(income) FROM students WHERE sex = 'Female'"),
+        ("bob", "SELECT SUM(income) FROM students WHERE major = 'EE' OR sex = 'Female'"),
+    )
+    assert not result.not_replayable
+    [baker] = [d for d in result.disclosures if d.units == 1]
+    assert baker.description == BAKER and baker.entries == (1, 2, 3) and baker.collusion

@@ -235,3 +235,22 @@ def test_notes_name_the_aggregate_whatever_the_column_label(dp: Guard) -> None:
     notes = " | ".join(result.notes)
     assert "total (sum(income)): noisy sum" in notes
     assert "avg(income): " in notes
+
+
+def test_or_and_not_beyond_one_comparison_are_answered_in_noise_mode_without_the_audit(
+    tmp_path: Path, open_guard: Callable[..., Guard]
+) -> None:
+    """With the history audit off, a disjunction is allowed in noise mode only (each
+    selection is paid for): answered, noised, and its re-phrasings share one answer."""
+    policy = write_policy(tmp_path / "p")
+    policy.write_text(policy.read_text() + "\nprotection:\n  history:\n    audit: off\n")
+    guard = open_guard(policy)
+    first = guard.query("SELECT COUNT(*) FROM hospital WHERE town < 'C' OR town > 'M'", "alice")
+    assert first.flags[0][0] == "noised"
+    for sql in (
+        "SELECT COUNT(*) FROM hospital WHERE town > 'M' OR town < 'C'",
+        "SELECT COUNT(*) FROM hospital WHERE NOT (town >= 'C' AND town <= 'M')",
+        "SELECT COUNT(*) FROM hospital WHERE town NOT BETWEEN 'C' AND 'M'",
+    ):
+        again = guard.query(sql, "alice")
+        assert again.rows == first.rows and "no ε spent" in again.notes[0], sql

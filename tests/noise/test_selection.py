@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guard.noise.selection import EMPTY, cell_selection
-from guard.query.shape import Predicate, PredOp, Scalar
+from guard.query.shape import AnyOf, Predicate, PredOp, Scalar
 
 TYPES = {"age": "INTEGER", "w": "DOUBLE", "town": "VARCHAR", "d": "DATE", "a": "BIGINT", "b": "INTEGER"}
 
@@ -368,3 +368,22 @@ def test_the_canonical_form_read_back_is_the_same_selection(predicates: list[Pre
                 rewritten.append(Predicate(column, op, (value,)))
     assert cell_selection(rewritten, [], TYPES) == selection
     assert _rows(rewritten) == _rows(predicates)
+
+
+# --- disjunctions ---------------------------------------------------------------------
+
+
+def test_a_disjunction_is_part_of_the_selection_and_never_mistaken_for_a_column() -> None:
+    either = AnyOf((cmp("age", PredOp.GE, 30), eq("town", "Enfield")))  # canonical order
+    with_it = key(either, eq("town", "Barnet"))
+    assert with_it != key(eq("town", "Barnet"))
+    assert json.loads(with_it) == {
+        "and": {"town": {"in": ["Barnet"]}},
+        "or": [[["age", ">=", [30]], ["town", "in", ["Enfield"]]]],
+    }
+    # a column named "or" or "and" keeps the per-column (object) form: no collision
+    assert key(eq("or", "x")) != key(AnyOf((eq("x", "x"),)))
+    # the same disjunction, wherever it sits among the conditions, is one selection
+    assert key(eq("town", "Barnet"), either) == with_it
+    other = AnyOf((cmp("age", PredOp.GE, 31), eq("town", "Enfield")))
+    assert key(other, eq("town", "Barnet")) != with_it

@@ -2,7 +2,7 @@
 --
 -- A case starts with `-- case:` (free text, may be empty). Optional directives follow:
 --   -- rows: N     the answer has N rows
---   -- policy: students | castro | hospital | events   (default students)
+--   -- policy: students | castro | hospital | events | unaudited   (default students)
 -- The SQL is every following line up to the next `-- case:` line. Lines starting
 -- with `-- ##` are section headers and notes, never part of a case.
 -- Read by tests/query/test_corpus.py.
@@ -132,6 +132,21 @@ SELECT COUNT(*) FROM students WHERE NOT (class < 1980)
 -- case: NOT of alternatives reads as <> each (De Morgan)
 -- rows: 1
 SELECT COUNT(*) FROM students WHERE NOT (major = 'ME' OR major = 'XX')
+
+-- case: OR across columns, where the history audit is on
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE major = 'EE' OR sex = 'Female'
+
+-- case: NOT of a conjunction (De Morgan: an OR of <>), grouped
+SELECT major, COUNT(*) FROM students WHERE NOT (major = 'ME' AND sex = 'Male') GROUP BY major
+
+-- case: NOT BETWEEN reads as two ranges
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE class NOT BETWEEN 1979 AND 1980
+
+-- case: OR of conjunctions over three columns
+-- rows: 1
+SELECT COUNT(*) FROM students WHERE (major = 'EE' AND sex = 'Male') OR (major = 'CS' AND class >= 1980) OR major = 'ME'
 
 -- case: IS NULL selects nobody; the grouped answer is empty
 -- rows: 0

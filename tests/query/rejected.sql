@@ -373,22 +373,30 @@ SELECT COUNT(*) FROM duckdb_settings()
 -- expect: table functions such as read_csv(...) are not allowed
 SELECT COUNT(*) FROM pragma_table_info('students')
 
--- ## WHERE: only AND-ed comparisons of a bare dimension with constants
+-- ## WHERE: comparisons of a bare dimension with constants (OR across columns only where audited)
 
--- expect: OR is allowed only between alternatives on one column
+-- expect: OR across columns, and NOT of a combined condition or a range, are allowed only where answers are audited
+-- policy: unaudited
 SELECT COUNT(*) FROM students WHERE major = 'EE' OR sex = 'Male'
 
--- expect: OR is allowed only between alternatives on one column
-SELECT COUNT(*) FROM students WHERE (major = 'EE' AND major = 'CS') OR major = 'ME'
-
--- expect: OR is allowed only between alternatives on one column
+-- expect: OR across columns, and NOT of a combined condition or a range, are allowed only where answers are audited
+-- policy: unaudited
 SELECT COUNT(*) FROM students WHERE class < 1979 OR class > 1981
 
--- expect: NOT is allowed only before a comparison, IN or IS NULL
+-- expect: OR across columns, and NOT of a combined condition or a range, are allowed only where answers are audited
+-- policy: unaudited
 SELECT COUNT(*) FROM students WHERE class NOT BETWEEN 1978 AND 1979
 
--- expect: NOT is allowed only before a comparison, IN or IS NULL
+-- expect: OR across columns, and NOT of a combined condition or a range, are allowed only where answers are audited
+-- policy: unaudited
 SELECT COUNT(*) FROM students WHERE NOT (major = 'EE' AND sex = 'Male')
+
+-- expect: OR across columns, and NOT of a combined condition or a range, are allowed only where answers are audited
+-- policy: unaudited
+SELECT major, SUM(income) FROM students WHERE (major = 'EE' AND sex = 'Male') OR class = 1980 GROUP BY major
+
+-- expect: the WHERE condition is too complex
+SELECT COUNT(*) FROM students WHERE (major = 'EE' AND sex = 'Male' AND class = 1978) OR (major = 'CS' AND sex = 'Female' AND class = 1979) OR (major = 'ME' AND sex = 'Male' AND class = 1980) OR (major = 'EE' AND sex = 'Female' AND class = 1981)
 
 -- expect: pattern matching (LIKE, GLOB, regular expressions) is not allowed in WHERE
 SELECT COUNT(*) FROM students WHERE major LIKE 'E%'

@@ -25,6 +25,7 @@ POLICIES = {
     "castro": ROOT / "policies" / "castro.yaml",
     "hospital": ROOT / "policies" / "hospital.yaml",
     "events": HERE / "events.yaml",  # DATE, TIMESTAMP, BOOLEAN and DOUBLE dimensions
+    "unaudited": HERE / "unaudited.yaml",  # students with the history audit off
 }
 ERRORS: dict[str, type[GuardError]] = {
     "QueryRejected": QueryRejected,
