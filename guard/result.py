@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
@@ -17,10 +17,29 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["FLAG_SUFFIX", "Flag", "ProtectedResult", "ReadOnlyList"]
+__all__ = ["FLAG_SUFFIX", "Flag", "ProtectedResult", "ReadOnlyList", "flag_names"]
 
 #: the name of an aggregate column's flag column is the column's label with this suffix
 FLAG_SUFFIX = "_flag"
+
+
+def flag_names(columns: Sequence[str], flagged: Collection[int]) -> dict[int, str]:
+    """The flag column's name for each column in ``flagged``: ``<label>_flag``, or with
+    ``_2``, ``_3``, ... appended when an answer column or an earlier flag column already
+    has that name (letter case ignored, as clients that fold names would), so that a
+    tabular client never sees two columns of one name (``SUM(x) AS s, COUNT(*) AS
+    s_flag``). The endpoints' Describe and the rows use this one function."""
+    taken = {name.lower() for name in columns}
+    names: dict[int, str] = {}
+    for i in sorted(flagged):
+        base = f"{columns[i]}{FLAG_SUFFIX}"
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base}_{n}"
+        taken.add(name.lower())
+        names[i] = name
+    return names
 
 
 class Flag(Enum):
@@ -115,6 +134,7 @@ class ProtectedResult:
         flagged = set(range(len(self.columns)) if self.aggregates is None else self.aggregates)
         if not flagged:
             return self
+        names = flag_names(self.columns, flagged)
         columns: list[str] = []
         aggregates: list[int] = []
         for i, name in enumerate(self.columns):
@@ -122,7 +142,7 @@ class ProtectedResult:
                 aggregates.append(len(columns))
             columns.append(name)
             if i in flagged:
-                columns.append(f"{name}{FLAG_SUFFIX}")
+                columns.append(names[i])
         released = Flag.RELEASED.value
         rows: list[list[Any]] = []
         flags: list[list[str]] = []

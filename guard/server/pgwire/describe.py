@@ -35,7 +35,7 @@ from guard.query.front import read_query
 from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
 from guard.query.shape import AggFunc, OutputKind, QueryShape
-from guard.result import FLAG_SUFFIX
+from guard.result import flag_names
 from guard.server.pgwire.types import PgType, by_name, pg_type_of_engine
 
 __all__ = ["ResultColumn", "dummy_parameters", "guard_columns", "infer_parameter_types", "value_columns"]
@@ -74,12 +74,28 @@ def guard_columns(
     shape, table = front.shape, front.table
     types = guard.backend.table_info(table.name).types
     noised = policy.noise_mode(table, who, shape.summed) is NoiseMode.NOISE
+    outputs = shape.outputs[: front.answered_outputs]
+    values = [
+        (
+            ResultColumn(o.name, _output_type(shape, o.kind, o.index, types, noised)),
+            o.kind is OutputKind.AGGREGATE,
+        )
+        for o in outputs
+    ]
+    return _with_flags(values, flags)
+
+
+def _with_flags(values: Sequence[tuple[ResultColumn, bool]], flags: bool) -> tuple[ResultColumn, ...]:
+    """``values`` (column, whether it is flagged), each flagged one followed by its flag
+    column when ``flags``, named as the answer's rows name it (:func:`flag_names`)."""
+    names = (
+        flag_names([c.name for c, _ in values], [i for i, (_, f) in enumerate(values) if f]) if flags else {}
+    )
     columns: list[ResultColumn] = []
-    for output in shape.outputs[: front.answered_outputs]:
-        kind = _output_type(shape, output.kind, output.index, types, noised)
-        columns.append(ResultColumn(output.name, kind))
-        if flags and output.kind is OutputKind.AGGREGATE:
-            columns.append(ResultColumn(f"{output.name}{FLAG_SUFFIX}", by_name("text")))
+    for i, (column, _) in enumerate(values):
+        columns.append(column)
+        if i in names:
+            columns.append(ResultColumn(names[i], by_name("text")))
     return tuple(columns)
 
 
@@ -87,12 +103,11 @@ def _outer_columns(plan: OuterPlan, flags: bool) -> tuple[ResultColumn, ...]:
     """The columns of a query over protected answers: its outer query run on empty
     answers gives their types; a flag column follows each output computed from
     aggregates."""
-    columns: list[ResultColumn] = []
-    for (name, kind), graded in zip(describe_outer(plan), plan.graded, strict=True):
-        columns.append(ResultColumn(name, pg_type_of_engine(kind)))
-        if flags and graded:
-            columns.append(ResultColumn(f"{name}{FLAG_SUFFIX}", by_name("text")))
-    return tuple(columns)
+    values = [
+        (ResultColumn(name, pg_type_of_engine(kind)), graded)
+        for (name, kind), graded in zip(describe_outer(plan), plan.graded, strict=True)
+    ]
+    return _with_flags(values, flags)
 
 
 def _output_type(

@@ -113,3 +113,17 @@ def test_listing_values_through_the_endpoint(serve: Callable[..., Any], wire: Ca
     logged = students.guard.log()[-1]
     assert logged["sql"] == "SELECT sex, major FROM students GROUP BY sex, major"
     assert logged["columns"] == ["sex", "major"] and logged["rows"] == [["Male", "CS"], ["Male", "EE"]]
+
+
+def test_flag_columns_never_repeat_a_column_name(students: Any) -> None:
+    """An alias that is already <label>_flag gets a numbered flag column, in the rows
+    and in the statement's description alike: a tabular client never sees two columns
+    of one name."""
+    sql = "SELECT major, SUM(income) AS s, COUNT(*) AS s_flag FROM students GROUP BY major"
+    with psycopg.connect(students.dsn(), autocommit=True, options="-c statguard.flags=on") as conn:
+        cur = conn.execute(sql, prepare=True)
+        names = [c.name for c in cur.description]
+        rows = cur.fetchall()
+    assert names == ["major", "s", "s_flag_2", "s_flag", "s_flag_flag"]
+    assert len(set(names)) == len(names)
+    assert [list(row) for row in rows] == students.guard.query(sql, "alice").with_flag_columns().rows
