@@ -17,8 +17,6 @@ leaves open, where an LP over rows per cell was out of reach.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,31 +26,11 @@ import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csc_matrix
 
+from guard.highs import lp_model
 from guard.history.rowsets import as_row_ids
 
 __all__ = ["AtomIntervals", "atoms_of", "both_ends", "sums_model"]
 
-
-def _first_highs() -> None:
-    """HiGHS prints a banner on the C stdout when its first model is made, whatever the
-    options: make that one at import, with stdout pointed at /dev/null, so no answer
-    (``guard query`` writes answers to stdout) ever carries it."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError):  # no stdout to protect (a daemon's closed fd 1)
-        highspy.Highs()  # type: ignore[no-untyped-call]
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            highspy.Highs()  # type: ignore[no-untyped-call]
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-_first_highs()
 
 Ids = npt.NDArray[np.int64]
 
@@ -67,20 +45,8 @@ def sums_model(
     """A quiet HiGHS model of released SUMs: variable j within [lower_j, upper_j], row i
     of ``matrix`` (0/1, one row per released set) equal to ``totals[i]``; objective
     ``cost`` (zero when None)."""
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = int(matrix.shape[1]), int(matrix.shape[0])
-    lp.col_cost_ = np.zeros(matrix.shape[1]) if cost is None else cost
-    lp.col_lower_ = np.asarray(lower, dtype=np.float64)
-    lp.col_upper_ = np.asarray(upper, dtype=np.float64)
-    lp.row_lower_ = totals
-    lp.row_upper_ = totals
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = matrix.indptr
-    lp.a_matrix_.index_ = matrix.indices
-    lp.a_matrix_.value_ = matrix.data
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-    highs.setOptionValue("output_flag", False)
-    highs.passModel(lp)
+    cost = np.zeros(matrix.shape[1]) if cost is None else cost
+    highs = lp_model(matrix, cost, lower, upper, totals, totals)
     return highs
 
 

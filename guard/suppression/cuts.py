@@ -35,6 +35,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from guard.highs import lp_model
 from guard.suppression.model import Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -137,15 +138,9 @@ class _Master:
 
     def __init__(self, costs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
         self._n = len(costs)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self._n, 0
-        lp.col_cost_ = np.asarray(costs, dtype=np.float64)
-        lp.col_lower_ = lo
-        lp.col_upper_ = hi
-        self._highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-        self._highs.setOptionValue("output_flag", False)
+        empty = np.empty(0)
+        self._highs = lp_model(sparse.csc_matrix((0, self._n)), costs, lo, hi, empty, empty)
         self._highs.setOptionValue("mip_rel_gap", 1e-4)
-        self._highs.passModel(lp)
         self._integral = False
 
     def add(self, g: np.ndarray, rhs: float) -> None:
@@ -190,20 +185,9 @@ class _Attacker:
         matrix = table.matrix.tocsc()
         self._csr: sparse.csr_matrix = table.matrix.tocsr()
         self._n = matrix.shape[1]
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self._n, matrix.shape[0]
-        lp.col_cost_ = np.zeros(self._n)
-        lp.col_lower_ = np.zeros(self._n)
-        lp.col_upper_ = np.zeros(self._n)
-        lp.row_lower_ = np.zeros(matrix.shape[0])
-        lp.row_upper_ = np.zeros(matrix.shape[0])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.indptr
-        lp.a_matrix_.index_ = matrix.indices
-        lp.a_matrix_.value_ = matrix.data
-        self._highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-        self._highs.setOptionValue("output_flag", False)
-        self._highs.passModel(lp)
+        zeros = np.zeros(self._n)
+        rows = np.zeros(matrix.shape[0])
+        self._highs = lp_model(matrix, zeros, zeros, zeros, rows, rows)
         self._all = np.arange(self._n, dtype=np.int32)
         self._cost_at: int | None = None
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import OptimizeResult, linprog
 
+from guard.highs import LpResult, LpStatus, solve_lp
 from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["DeviationProblem", "cheapest_deviation"]
@@ -163,16 +163,16 @@ def cheapest_deviation(
     zero = np.zeros(n)
     tol = 1e-7 * max(1.0, level)
     res, rows = _restricted(problem, columns, costs, bounds, slack=False)
-    while res.status != 0:  # phase 1, only when the start admits no deviation
-        if res.status != 2:  # not "infeasible": the solver failed
+    while res.status is not LpStatus.OPTIMAL:  # phase 1, only when the start admits no deviation
+        if res.status is not LpStatus.INFEASIBLE:  # the solver failed
             return None
         res, rows = _restricted(problem, columns, zero, bounds, slack=True)
-        if res.status != 0:
+        if res.status is not LpStatus.OPTIMAL:
             return None
-        if res.fun <= tol:  # feasible up to round-off: keep this deviation
+        if res.objective <= tol:  # feasible up to round-off: keep this deviation
             rounds = 0
             break
-        added = _price(problem, columns, rows, res.eqlin.marginals, zero, costs, bounds)
+        added = _price(problem, columns, rows, res.row_duals, zero, costs, bounds)
         if not len(added):
             return None
         columns = np.union1d(columns, added)
@@ -181,12 +181,12 @@ def cheapest_deviation(
         if rounds is not None and done >= rounds:
             break
         done += 1
-        added = _price(problem, columns, rows, res.eqlin.marginals, costs, costs, bounds)
+        added = _price(problem, columns, rows, res.row_duals, costs, costs, bounds)
         if not len(added):
             break
         columns = np.union1d(columns, added)
         res, rows = _restricted(problem, columns, costs, bounds, slack=False)
-        if res.status != 0:
+        if res.status is not LpStatus.OPTIMAL:
             return None
     k = len(columns)
     deviation = np.zeros(n)
@@ -196,7 +196,7 @@ def cheapest_deviation(
 
 def _restricted(
     problem: DeviationProblem, columns: np.ndarray, c: np.ndarray, bounds: _Bounds, *, slack: bool
-) -> tuple[OptimizeResult, np.ndarray]:
+) -> tuple[LpResult, np.ndarray]:
     """The LP over ``columns`` and the relations they touch; with ``slack``, the phase-1
     LP minimising the violation of ``A d = 0``."""
     sub = problem.csc[:, columns]
@@ -213,12 +213,12 @@ def _restricted(
         lo += [np.zeros(len(rows))] * 2
         hi += [np.full(len(rows), np.inf)] * 2
         cost = [np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2
-    res = linprog(
+    res = solve_lp(
         np.concatenate(cost),
-        A_eq=sparse.hstack(blocks).tocsr(),
-        b_eq=np.zeros(len(rows)),
-        bounds=np.column_stack([np.concatenate(lo), np.concatenate(hi)]),
-        method="highs",
+        sparse.hstack(blocks, format="csc"),
+        np.zeros(len(rows)),
+        np.concatenate(lo),
+        np.concatenate(hi),
     )
     return res, rows
 

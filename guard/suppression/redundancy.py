@@ -32,8 +32,8 @@ from collections.abc import Set
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linprog
 
+from guard.highs import LpStatus, solve_lp
 from guard.suppression.certificates import Certificates
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
@@ -161,15 +161,13 @@ class _DeviationLp:
         if hi_plus[at] < lo_plus[at] or hi_minus[at] < lo_minus[at]:
             return None
         c = self._costs[cells]
-        res = linprog(
+        res = solve_lp(
             np.concatenate([c, c]),
-            A_eq=sparse.hstack([part, -part]).tocsr(),
-            b_eq=np.zeros(len(rows)),
-            bounds=np.column_stack(
-                [np.concatenate([lo_plus, lo_minus]), np.concatenate([hi_plus, hi_minus])]
-            ),
-            method="highs",
+            sparse.hstack([part, -part], format="csc"),
+            np.zeros(len(rows)),
+            np.concatenate([lo_plus, lo_minus]),
+            np.concatenate([hi_plus, hi_minus]),
         )
-        if res.status != 0:
+        if res.status is not LpStatus.OPTIMAL:
             return None
         return cells, res.x[:k] - res.x[k:]
