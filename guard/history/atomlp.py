@@ -35,6 +35,10 @@ __all__ = ["AtomIntervals", "atoms_of", "both_ends", "sums_model"]
 Ids = npt.NDArray[np.int64]
 
 
+#: HiGHS's ``simplex_strategy`` value for the primal simplex
+PRIMAL_SIMPLEX = 4
+
+
 def sums_model(
     matrix: csc_matrix,
     totals: npt.NDArray[np.float64],
@@ -47,6 +51,10 @@ def sums_model(
     ``cost`` (zero when None)."""
     cost = np.zeros(matrix.shape[1]) if cost is None else cost
     highs = lp_model(matrix, cost, lower, upper, totals, totals)
+    # every later solve changes only the objective: the last basis stays primal feasible,
+    # so primal simplex restarts from it where HiGHS's default (dual) starts over; 8.8x
+    # faster per solve on the Fair session's atom LPs (0.64 vs 5.6 ms), same optima
+    highs.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
     return highs
 
 
@@ -113,9 +121,10 @@ class AtomIntervals:
         self._highs = sums_model(matrix, totals, self._rows * bounds[0], self._rows * bounds[1])
         self._found: dict[int, tuple[float | None, float | None]] = {}
         self._bounds = bounds
-        #: the feasible points every solve found (atom totals that satisfy every SUM)
-        self._points: list[npt.NDArray[np.float64]] = []
-        self._stacked: npt.NDArray[np.float64] | None = None
+        #: the feasible points every solve found (atom totals that satisfy every SUM), the
+        #: first ``_count`` rows; grown by doubling, as every exact solve adds two
+        self._points = np.empty((0, count), dtype=np.float64)
+        self._count = 0
 
     @property
     def solved(self) -> int:
@@ -140,12 +149,10 @@ class AtomIntervals:
         atom ``atoms[i]`` (and nothing outside them), at the feasible points found so far:
         at each point, every atom's total splits freely between the set's rows and the
         atom's others within their bounds. (inf, -inf) before any point."""
-        if not self._points:
+        if not self._count:
             return np.inf, -np.inf
         low_bound, high_bound = self._bounds
-        if self._stacked is None or len(self._stacked) != len(self._points):
-            self._stacked = np.stack(self._points)
-        totals = self._stacked[:, atoms]
+        totals = self._points[: self._count, atoms]
         rest = self._rows[atoms] - rows
         high = np.minimum(high_bound * rows, totals - low_bound * rest).sum(axis=1)
         low = np.maximum(low_bound * rows, totals - high_bound * rest).sum(axis=1)
@@ -157,9 +164,17 @@ class AtomIntervals:
         if atoms.size:
             self._solve(atoms)
 
+    def _add_point(self, point: npt.NDArray[np.float64]) -> None:
+        if self._count == len(self._points):
+            grown = np.empty((max(8, 2 * self._count), self._points.shape[1]), dtype=np.float64)
+            grown[: self._count] = self._points[: self._count]
+            self._points = grown
+        self._points[self._count] = point
+        self._count += 1
+
     def _solve(self, atoms: npt.NDArray[np.int64]) -> list[float | None]:
         highs = self._highs
         highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.ones(atoms.size))
-        ends = both_ends(highs, self._points.append)
+        ends = both_ends(highs, self._add_point)
         highs.changeColsCost(atoms.size, atoms.astype(np.int32), np.zeros(atoms.size))
         return ends

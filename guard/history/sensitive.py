@@ -109,8 +109,9 @@ def sensitive_sets(
 
 #: sensitive sets one decision may bound by LP; more in the candidate's reach withholds it
 MAX_INTERVAL_SETS = 32
-#: atoms whose total one decision may bound by LP (``atomlp.py``; two small LPs each)
-MAX_ATOM_INTERVALS = 100
+#: atoms whose total one decision may bound by LP (``atomlp.py``; two small LPs each,
+#: about 1 ms per solve with primal simplex restarts: 100 when each took 6 ms)
+MAX_ATOM_INTERVALS = 400
 
 
 def protects_sensitive_sets(
