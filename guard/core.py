@@ -292,7 +292,7 @@ class Guard:
         except Exception as error:
             raise self._internal(request, error) from error
         limit = self.policy.protection.suppression.audit_limit
-        return explain_decision(result, decision, linking.dimensions, limit)
+        return explain_decision(result, decision, linking, limit, front.shape)
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""

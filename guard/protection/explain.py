@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from guard.plan.sql import where
 from guard.protection.decide import Decision, SpaceReport
 from guard.protection.keys import readable
+from guard.protection.linking import Linking
+from guard.query.shape import QueryShape
 from guard.result import ProtectedResult
 from guard.suppression import Key, audit, failures
 
@@ -46,17 +49,25 @@ class Explanation:
 
 
 def explain_decision(
-    result: ProtectedResult, decision: Decision, dimensions: Sequence[str], audit_limit: int
+    result: ProtectedResult, decision: Decision, linking: Linking, audit_limit: int, shape: QueryShape
 ) -> Explanation:
     """Intervals by LP for problems up to ``audit_limit`` cells; larger ones are shown
-    as proven by the certificates :func:`guard.suppression.suppress` checked."""
+    as proven by the certificates :func:`guard.suppression.suppress` checked. When the
+    keys do not state the answer's row filter (a range, a disjunction: its cells live
+    in a key space of their own), each cell's key is followed by the filter."""
+    dimensions = linking.dimensions
+    condition = where(shape.predicates) if linking.fixed is None else None
+    where_text = condition.sql(dialect="duckdb") if condition is not None else None
     cells: list[ExplainedCell] = []
     methods = {}
     for report in decision.reports:
         methods[report.space] = report.method + (
             " (proven optimal)" if report.optimal and report.table else ""
         )
-        cells.extend(_space_cells(report, dimensions, audit_limit))
+        found = _space_cells(report, dimensions, audit_limit)
+        if where_text:
+            found = [replace(c, cell=f"{c.cell} (where {where_text})") for c in found]
+        cells.extend(found)
     return Explanation(result, tuple(cells), methods)
 
 

@@ -88,3 +88,20 @@ def test_count_table_is_protected_by_the_threshold_rule(castro: Guard) -> None:
     # the dominated cell has 5 people: its count is not sensitive
     hidden = {k for k, v in cells.items() if v is None}
     assert len(hidden) > 2  # secondary cells protect the two small counts
+
+
+def test_explain_states_a_filter_the_keys_do_not(castro: Guard) -> None:
+    """A range or a disjunction is not a key of the table: explain shows it after each
+    cell's key, so the cell is not mistaken for the unfiltered one."""
+    filtered = castro.explain(
+        "SELECT municipality, profession, SUM(salary) FROM castro "
+        "WHERE profession >= 'P1' OR municipality = 'M9' GROUP BY municipality, profession",
+        "alice",
+    )
+    assert filtered.cells and all(
+        c.cell.endswith("(where (\"municipality\" = 'M9' OR \"profession\" >= 'P1'))") for c in filtered.cells
+    )
+    keyed = castro.explain(
+        "SELECT profession, SUM(salary) FROM castro WHERE municipality = 'M1' GROUP BY profession", "alice"
+    )
+    assert keyed.cells and not any("where" in c.cell for c in keyed.cells)
