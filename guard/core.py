@@ -230,9 +230,13 @@ class Guard:
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             releases = self.linker.new_releases(decision.releases, info, who.name)
-            facts = request.facts()
-            request.log_id = self.recorder.answered(facts, result, releases, history=screened.write)  # 7
+            # 7 record: queued here, so the log lists answers in the order they were
+            # decided; made durable below, with the records queued meanwhile (one commit)
+            pending = self.recorder.answer_queued(request.facts(), result, releases, screened.write)
+            # the next decision must see this one's releases: if the commit then fails, memory
+            # keeps releases the log lacks, which only makes later decisions stricter
             self.linker.committed(decision.releases, info, who.name, decision.proofs)
+        request.log_id = self.store.wait(pending)  # nothing leaves before its record is durable
         return result  # 8 answer
 
     def _answer_with_noise(

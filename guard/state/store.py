@@ -21,6 +21,7 @@ import duckdb
 from guard.errors import BackendError
 from guard.sqlfiles import read_sql, statements
 from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, record_hash, write_head
+from guard.state.commit import GroupCommit, Pending
 from guard.state.records import (
     Draw,
     HistoryWrite,
@@ -31,7 +32,7 @@ from guard.state.records import (
     ReleaseStatus,
     fraction_from_text,
 )
-from guard.state.writes import insert_history, insert_noise, insert_releases
+from guard.state.writes import encoded_fields, insert_record
 
 __all__ = ["GENESIS", "StateStore"]
 
@@ -112,6 +113,7 @@ class StateStore:
             self._con.close()
             raise
         self._last_hash = last[1] if last else GENESIS
+        self._commits = GroupCommit(self._lock, self._write)
 
     def append(
         self,
@@ -121,78 +123,97 @@ class StateStore:
         history: HistoryWrite | None = None,
     ) -> int:
         """Append one record (and the cells it released, its audited query sets, or its
-        noise charge and draws) and commit it; returns its id.
+        noise charge and draws) and commit it; returns its id. Records appended at the
+        same time from other threads are committed with it (``commit.py``).
 
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
         """
+        return self.wait(self.queue(record, releases, noise, history))
+
+    def queue(
+        self,
+        record: LogRecord,
+        releases: list[Release] | None = None,
+        noise: NoiseWrite | None = None,
+        history: HistoryWrite | None = None,
+    ) -> Pending:
+        """Queue one record for the next commit: its place in the log is fixed now (the
+        guard queues an answer under its release lock, so the log lists answers in the
+        order they were decided). It is committed by :meth:`wait`, which the caller must
+        call before the answer leaves.
+
+        Raises:
+            BackendError: the store is open read-only.
+        """
         if self.read_only:
             raise BackendError(f"the state store {self.path} is open read-only: nothing can be logged")
-        fields = {
-            "analyst": record.analyst,
-            "sql": record.sql,
-            "canonical": record.canonical,
-            "data_version": record.data_version,
-            "decision": record.decision.value,
-            "error": record.error,
-            "reason": record.reason,
-            "columns": record.columns,
-            "rows": record.rows,
-            "flags": record.flags,
-            "notes": record.notes,
-        }
-        encoded = {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
-        with self._lock:
+        encoded = encoded_fields(record)
+
+        def entry() -> Pending:
             # naive UTC: DuckDB returns TIMESTAMP as it was stored, so the hash re-computes
             ts_text = dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()
-            hash_ = record_hash(self._last_hash, ts_text, encoded)
-            try:
-                self._con.execute("BEGIN")
-                row = self._con.execute(
-                    "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, "
-                    "error, reason, columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    [
-                        ts_text,
-                        encoded["analyst"],
-                        encoded["sql"],
-                        encoded["canonical"],
-                        encoded["data_version"],
-                        encoded["decision"],
-                        encoded["error"],
-                        encoded["reason"],
-                        encoded["columns"],
-                        encoded["rows"],
-                        encoded["flags"],
-                        encoded["notes"],
-                        record.elapsed_ms,
-                        self._last_hash,
-                        hash_,
-                    ],
-                ).fetchone()
-                assert row is not None
-                if releases:
-                    insert_releases(self._con, record, releases, int(row[0]))
-                if noise is not None:
-                    insert_noise(self._con, record, noise, int(row[0]), ts_text)
-                if history is not None:
-                    insert_history(self._con, history, int(row[0]))
-                self._con.execute("COMMIT")
-            except duckdb.Error as exc:
-                # a failed COMMIT (disk full) has already ended the transaction: then
-                # ROLLBACK fails too, and that must not hide the error that matters
-                with contextlib.suppress(duckdb.Error):
-                    self._con.execute("ROLLBACK")
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise BackendError(
-                    f"cannot write the query log in {self.path}: {first}; nothing was answered or "
-                    "charged (check the disk of the state folder)"
-                ) from None
-            self._last_hash = hash_
-            # the record is committed; a head that lags behind only weakens the tail check
-            with contextlib.suppress(OSError):
-                write_head(self.head_path, Head(int(row[0]), hash_))
-            return int(row[0])
+            return Pending(record, encoded, ts_text, list(releases or ()), noise, history)
+
+        return self._commits.queue(entry)
+
+    def wait(self, entry: Pending) -> int:
+        """Return ``entry``'s log id once it is committed (committing it, and every record
+        queued with it, if no other thread is already doing so).
+
+        Raises:
+            BackendError: the record could not be written (the answer must then not leave).
+        """
+        return self._commits.settle(entry)
+
+    def _write(self, batch: list[Pending]) -> bool:
+        """Commit ``batch`` in one transaction, chained after the last committed record
+        (the caller holds the connection's lock). On failure nothing is committed; a
+        batch of one then records its error on its entry."""
+        chained = []
+        previous = self._last_hash
+        try:
+            self._con.execute("BEGIN")
+            for entry in batch:
+                hash_ = record_hash(previous, entry.ts_text, entry.encoded)
+                chained.append((insert_record(self._con, entry, previous, hash_), hash_))
+                previous = hash_
+            self._con.execute("COMMIT")
+        except Exception as exc:  # any fault goes to the waiting requests, not to this writer alone
+            # a failed COMMIT (disk full) has already ended the transaction: then
+            # ROLLBACK fails too, and that must not hide the error that matters
+            with contextlib.suppress(duckdb.Error):
+                self._con.execute("ROLLBACK")
+            if len(chained) < len(batch) or not self._is_last(previous):
+                if len(batch) == 1:
+                    batch[0].error = self._write_error(exc)
+                return False
+            # the COMMIT reported a failure yet the records are there: retrying would log
+            # them twice, and chaining the next one to an older hash would break the chain
+        self._last_hash = previous
+        for entry, (log_id, _) in zip(batch, chained, strict=True):
+            entry.log_id = log_id
+        # the records are committed; a head that lags behind only weakens the tail check
+        with contextlib.suppress(OSError):
+            write_head(self.head_path, Head(*chained[-1]))
+        return True
+
+    def _is_last(self, hash_: str) -> bool:
+        """Whether the log's last committed record has ``hash_``."""
+        try:
+            row = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+        except duckdb.Error:
+            return False
+        return row is not None and row[0] == hash_
+
+    def _write_error(self, exc: Exception) -> BaseException:
+        if not isinstance(exc, duckdb.Error):
+            return exc  # not the store's: the guard reports it as an internal error
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return BackendError(
+            f"cannot write the query log in {self.path}: {first}; nothing was answered or "
+            "charged (check the disk of the state folder)"
+        )
 
     def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
         """The query sets released into one audit state, on every data version, in

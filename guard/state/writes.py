@@ -1,21 +1,92 @@
-"""What an answer adds to the store beside its log row, inside the log row's transaction:
-the released-cell links, the noise ledger charge, draws and received keys, and the
-history audit's query sets."""
+"""The rows of one log record, inside its transaction: the log row itself, and what an
+answer adds beside it (the released-cell links, the noise ledger charge, draws and
+received keys, and the history audit's query sets)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
+from guard.state.commit import Pending
 from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, fraction_text
 
-__all__ = ["insert_frame", "insert_history", "insert_noise", "insert_releases"]
+__all__ = [
+    "encoded_fields",
+    "insert_frame",
+    "insert_history",
+    "insert_noise",
+    "insert_record",
+    "insert_releases",
+]
 
 #: up to this many rows, an insert goes row by row instead of through a registered frame
 ROW_BY_ROW = 16
+
+
+def encoded_fields(record: LogRecord) -> dict[str, Any]:
+    """The fields of ``record`` as the log row stores them and its hash covers them
+    (lists as JSON text)."""
+    fields = {
+        "analyst": record.analyst,
+        "sql": record.sql,
+        "canonical": record.canonical,
+        "data_version": record.data_version,
+        "decision": record.decision.value,
+        "error": record.error,
+        "reason": record.reason,
+        "columns": record.columns,
+        "rows": record.rows,
+        "flags": record.flags,
+        "notes": record.notes,
+    }
+    return {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
+
+
+def insert_record(con: duckdb.DuckDBPyConnection, entry: Pending, prev_hash: str, hash_: str) -> int:
+    """Insert ``entry``'s log row (chained after ``prev_hash``) and what its answer adds,
+    in the caller's transaction; returns its log id."""
+    record, encoded = entry.record, entry.encoded
+    row = con.execute(
+        "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, "
+        "error, reason, columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        [
+            entry.ts_text,
+            *(encoded[k] for k in _ENCODED),
+            record.elapsed_ms,
+            prev_hash,
+            hash_,
+        ],
+    ).fetchone()
+    assert row is not None
+    log_id = int(row[0])
+    if entry.releases:
+        insert_releases(con, record, entry.releases, log_id)
+    if entry.noise is not None:
+        insert_noise(con, record, entry.noise, log_id, entry.ts_text)
+    if entry.history is not None:
+        insert_history(con, entry.history, log_id)
+    return log_id
+
+
+#: the encoded fields in the order of the log row's columns
+_ENCODED = (
+    "analyst",
+    "sql",
+    "canonical",
+    "data_version",
+    "decision",
+    "error",
+    "reason",
+    "columns",
+    "rows",
+    "flags",
+    "notes",
+)
 
 
 def insert_releases(
