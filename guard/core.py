@@ -18,13 +18,12 @@ from typing import Any
 
 from guard.backends import open_backend
 from guard.backends.base import Backend, TableInfo
-from guard.cells import CellGrid, cells_from_result
+from guard.cells import CellGrid, CellReader
 from guard.errors import AccessDenied, GuardError, InternalError, NoBudgets, QueryRejected
 from guard.history.finest import SpaceCells
 from guard.history.screen import FinestSensitivity, HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
-from guard.plan.rewrite import rewrite
 from guard.policy.load import load_policy
 from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Table
 from guard.post.plan import OuterPlan, plan_outer
@@ -86,6 +85,7 @@ class Guard:
         self.store = store
         #: largest contributions per cell the rules read
         self._depth = depth(policy.protection.rules)
+        self._reader = CellReader(backend, self._depth)
         #: deciding and recording one answer is one step (see _answer)
         self._release_lock = threading.Lock()
         secret = store.secret()
@@ -230,11 +230,9 @@ class Guard:
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             releases = self.linker.new_releases(decision.releases, info, who.name)
-            # 7 record: queued here, so the log lists answers in the order they were
-            # decided; made durable below, with the records queued meanwhile (one commit)
+            # 7 queued in decision order, committed below with the records queued meanwhile; the
+            # next decision sees these releases (if the commit fails, it is only stricter)
             pending = self.recorder.answer_queued(request.facts(), result, releases, screened.write)
-            # the next decision must see this one's releases: if the commit then fails, memory
-            # keeps releases the log lacks, which only makes later decisions stricter
             self.linker.committed(decision.releases, info, who.name, decision.proofs)
         request.log_id = self.store.wait(pending)  # nothing leaves before its record is durable
         return result  # 8 answer
@@ -313,8 +311,7 @@ class Guard:
         """Stages 4-5: the cell query and its cells (an average is protected as the sum
         it implies, so the planned shape carries the sums)."""
         measured = with_sums(shape)
-        plan = rewrite(measured, info, self._depth, self.backend.capabilities)
-        return measured, cells_from_result(measured, plan, self.backend.execute(plan.query), info)
+        return measured, self._reader.grid(measured, info)
 
     def _finest_sensitivity(self, table: Table, info: TableInfo) -> FinestSensitivity | None:
         """The finest cells of ``table`` (grouped by every dimension) that the policy's

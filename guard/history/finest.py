@@ -36,7 +36,7 @@ from guard.history.keys import CellKey, normalized
 from guard.history.lineage import VersionRows
 from guard.plan.sql import where as _where
 from guard.policy.model import Role, Table
-from guard.query.shape import QueryShape
+from guard.query.shape import QueryShape, typed_predicates
 
 __all__ = ["FinestCells", "SpaceCells"]
 
@@ -81,8 +81,7 @@ MAX_CACHED_IDS = 2_000_000
 def _selection_key(shape: QueryShape, spaces: Sequence[tuple[str, str | None, frozenset[int]]]) -> Hashable:
     """What a query's sets depend on: its predicates with each constant's type (``1``,
     ``1.0`` and ``True`` are equal in Python, not to the engine), grouping and spaces."""
-    predicates = tuple((p.column, p.op, tuple((type(v), v) for v in p.values)) for p in shape.predicates)
-    return predicates, shape.group_by, shape.levels, tuple(spaces)
+    return typed_predicates(shape.predicates), shape.group_by, shape.levels, tuple(spaces)
 
 
 def _read_only(ids: Ids) -> Ids:

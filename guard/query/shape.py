@@ -18,6 +18,7 @@ __all__ = [
     "QueryShape",
     "Scalar",
     "jsonable",
+    "typed_predicates",
 ]
 
 #: a constant an analyst may compare a dimension with
@@ -156,6 +157,12 @@ class QueryShape:
             key["grouping_sets"] = sorted(sorted(s) for s in self.grouping_sets)
         key["aggregates"] = sorted(a.label for a in self.aggregates)
         return json.dumps(key, separators=(",", ":"))
+
+
+def typed_predicates(predicates: tuple[Predicate, ...]) -> tuple[object, ...]:
+    """``predicates`` as a dictionary key that also holds each constant's type: ``1``,
+    ``1.0`` and ``True`` are equal (and hash alike) in Python, not to an engine."""
+    return tuple((p.column, p.op, tuple((type(v), v) for v in p.values)) for p in predicates)
 
 
 def jsonable(value: Scalar) -> str | int | float | bool:

@@ -20,7 +20,7 @@ import duckdb
 
 from guard.errors import BackendError
 from guard.sqlfiles import read_sql, statements
-from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, record_hash, write_head
+from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, write_head
 from guard.state.commit import GroupCommit, Pending
 from guard.state.records import (
     Draw,
@@ -32,7 +32,7 @@ from guard.state.records import (
     ReleaseStatus,
     fraction_from_text,
 )
-from guard.state.writes import encoded_fields, insert_record
+from guard.state.writes import commit_batch, encoded_fields
 
 __all__ = ["GENESIS", "StateStore"]
 
@@ -168,52 +168,17 @@ class StateStore:
 
     def _write(self, batch: list[Pending]) -> bool:
         """Commit ``batch`` in one transaction, chained after the last committed record
-        (the caller holds the connection's lock). On failure nothing is committed; a
-        batch of one then records its error on its entry."""
-        chained = []
-        previous = self._last_hash
-        try:
-            self._con.execute("BEGIN")
-            for entry in batch:
-                hash_ = record_hash(previous, entry.ts_text, entry.encoded)
-                chained.append((insert_record(self._con, entry, previous, hash_), hash_))
-                previous = hash_
-            self._con.execute("COMMIT")
-        except Exception as exc:  # any fault goes to the waiting requests, not to this writer alone
-            # a failed COMMIT (disk full) has already ended the transaction: then
-            # ROLLBACK fails too, and that must not hide the error that matters
-            with contextlib.suppress(duckdb.Error):
-                self._con.execute("ROLLBACK")
-            if len(chained) < len(batch) or not self._is_last(previous):
-                if len(batch) == 1:
-                    batch[0].error = self._write_error(exc)
-                return False
-            # the COMMIT reported a failure yet the records are there: retrying would log
-            # them twice, and chaining the next one to an older hash would break the chain
-        self._last_hash = previous
+        (the caller holds the connection's lock); False when nothing was committed."""
+        chained = commit_batch(self._con, batch, self._last_hash, self.path)
+        if chained is None:
+            return False
+        self._last_hash = chained[-1][1]
         for entry, (log_id, _) in zip(batch, chained, strict=True):
             entry.log_id = log_id
         # the records are committed; a head that lags behind only weakens the tail check
         with contextlib.suppress(OSError):
             write_head(self.head_path, Head(*chained[-1]))
         return True
-
-    def _is_last(self, hash_: str) -> bool:
-        """Whether the log's last committed record has ``hash_``."""
-        try:
-            row = self._con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
-        except duckdb.Error:
-            return False
-        return row is not None and row[0] == hash_
-
-    def _write_error(self, exc: Exception) -> BaseException:
-        if not isinstance(exc, duckdb.Error):
-            return exc  # not the store's: the guard reports it as an internal error
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return BackendError(
-            f"cannot write the query log in {self.path}: {first}; nothing was answered or "
-            "charged (check the disk of the state folder)"
-        )
 
     def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
         """The query sets released into one audit state, on every data version, in
