@@ -33,7 +33,7 @@ from guard.protection.decide import Decision, value_aggregates, with_sums
 from guard.protection.explain import Explanation, explain_decision
 from guard.protection.linking import Linker
 from guard.protection.sensitivity import sensitive_rows
-from guard.query.front import FrontResult, Trace, read_query
+from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
 from guard.query.shape import OutputKind, QueryShape
@@ -86,6 +86,7 @@ class Guard:
         #: largest contributions per cell the rules read
         self._depth = depth(policy.protection.rules)
         self._reader = CellReader(backend, self._depth)
+        self.front = FrontCache(policy, self.column_types)  # stages 1-3, also for Describe
         #: deciding and recording one answer is one step (see _answer)
         self._release_lock = threading.Lock()
         secret = store.secret()
@@ -298,7 +299,7 @@ class Guard:
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""
-        front = read_query(request.sql, self.policy, who, self.column_types, parameters, request.trace)
+        front = self.front.read(request.sql, who, parameters, request.trace)
         request.shape = front.shape
         request.info = self.backend.table_info(front.table.name)
         return front

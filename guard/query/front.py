@@ -8,7 +8,9 @@ of refusal messages, whoever asks: three copies had already started to differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -21,7 +23,19 @@ from guard.query.parse import DIALECT, parse
 from guard.query.shape import QueryShape
 from guard.query.validate import validate
 
-__all__ = ["FrontResult", "Trace", "read_query", "visible_tables"]
+__all__ = [
+    "MAX_CACHED_LENGTH",
+    "MAX_CACHED_TEXTS",
+    "FrontCache",
+    "FrontResult",
+    "Trace",
+    "read_query",
+    "visible_tables",
+]
+
+#: texts a :class:`FrontCache` keeps the reading of, and the longest text it keeps
+MAX_CACHED_TEXTS = 1024
+MAX_CACHED_LENGTH = 4096
 
 
 @dataclass(frozen=True)
@@ -92,3 +106,57 @@ def read_query(
     if listing is not None:
         shape, listing = listing.detach(shape)
     return FrontResult(table, shape, bound, listing)
+
+
+class FrontCache:
+    """:func:`read_query` with memory: the reading of a text asked before is kept.
+
+    What the front stages return depends on the text, its parameters, the tables the
+    analyst may see and their column types only (never on data or on the history), and
+    it is immutable; so the same text from an analyst who sees the same tables is read
+    once. The PostgreSQL endpoint reads every query twice (the answer, then its
+    columns), and clients send the same texts again and again. Only texts that pass are
+    kept (a rejection is read anew each time). Thread-safe.
+    """
+
+    def __init__(self, policy: Policy, column_types: Callable[[str], Mapping[str, str]]) -> None:
+        self._policy = policy
+        self._column_types = column_types
+        self._lock = threading.Lock()
+        #: (reading, the column types it was read with) by key, least recently used first
+        self._found: OrderedDict[Hashable, tuple[FrontResult, Mapping[str, str]]] = OrderedDict()
+
+    def read(
+        self,
+        sql: str,
+        analyst: Analyst,
+        parameters: Sequence[Parameter] | None = None,
+        trace: Trace | None = None,
+    ) -> FrontResult:
+        """As :func:`read_query` for ``analyst``.
+
+        Raises:
+            QueryRejected: the text or its shape is not allowed (the message says what to change).
+        """
+        if not isinstance(sql, str) or len(sql) > MAX_CACHED_LENGTH:
+            return read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
+        visible = tuple(t.name for t in visible_tables(self._policy, analyst))
+        # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
+        bound = None if parameters is None else tuple((type(v), v) for v in parameters)
+        key = (sql, visible, bound)
+        with self._lock:
+            found = self._found.get(key)
+            if found is not None:
+                self._found.move_to_end(key)
+        if found is not None and self._column_types(found[0].table.name) == found[1]:
+            front = found[0]
+            if trace is not None:
+                trace.bound_sql, trace.table = front.bound_sql, front.table
+            return front
+        front = read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
+        types = dict(self._column_types(front.table.name))
+        with self._lock:
+            self._found[key] = (front, types)
+            while len(self._found) > MAX_CACHED_TEXTS:
+                self._found.popitem(last=False)
+        return front
