@@ -19,7 +19,7 @@ from guard.policy.model import Analyst, Policy, Table
 from guard.query.analyze import analyze
 from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT, parse
+from guard.query.parse import DIALECT, check_text, parse, tokens_key
 from guard.query.shape import QueryShape
 from guard.query.validate import validate
 
@@ -138,12 +138,9 @@ class FrontCache:
         Raises:
             QueryRejected: the text or its shape is not allowed (the message says what to change).
         """
-        if not isinstance(sql, str) or len(sql) > MAX_CACHED_LENGTH:
+        key = self._key(sql, analyst, parameters)
+        if key is None:
             return read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
-        visible = tuple(t.name for t in visible_tables(self._policy, analyst))
-        # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
-        bound = None if parameters is None else tuple((type(v), v) for v in parameters)
-        key = (sql, visible, bound)
         with self._lock:
             found = self._found.get(key)
             if found is not None:
@@ -160,3 +157,23 @@ class FrontCache:
             while len(self._found) > MAX_CACHED_TEXTS:
                 self._found.popitem(last=False)
         return front
+
+    def _key(self, sql: str, analyst: Analyst, parameters: Sequence[Parameter] | None) -> Hashable | None:
+        """What the reading of ``sql`` depends on (None: not kept). Without parameters,
+        its tokens: the same query with other comments (BI tools tag each query they
+        send) or layout reads the same, and the log keeps the text as sent. With
+        parameters, the text itself (the bound text that is logged keeps its comments).
+
+        Raises:
+            QueryRejected: the raw text fails the checks before parsing (its length counts
+                its comments).
+        """
+        check_text(sql, self._policy.limits)
+        if len(sql) > MAX_CACHED_LENGTH:
+            return None
+        visible = tuple(t.name for t in visible_tables(self._policy, analyst))
+        if parameters is None:
+            tokens = tokens_key(sql)
+            return None if tokens is None else (tokens, visible)
+        # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
+        return sql, visible, tuple((type(v), v) for v in parameters)
