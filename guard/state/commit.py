@@ -57,9 +57,12 @@ class GroupCommit:
     writer holds it for the whole batch.
     """
 
-    def __init__(self, connection: threading.Lock, write: Writer) -> None:
+    def __init__(self, connection: threading.Lock, write: Writer, after: Callable[[], None]) -> None:
+        """``after()`` runs once a writer has released the connection (the store
+        publishes its log head there, off the path of the next commit)."""
         self._connection = connection
         self._write = write
+        self._after = after
         self._queue_lock = threading.Lock()
         self._queue: list[Pending] = []
 
@@ -78,6 +81,7 @@ class GroupCommit:
         Raises:
             BackendError: its record could not be committed (as the writer reported it).
         """
+        wrote = False
         with self._connection:
             # an entry leaves the queue only under this lock, settled before it is released:
             # unsettled here means it is still queued, and this caller writes it
@@ -85,6 +89,9 @@ class GroupCommit:
                 with self._queue_lock:
                     batch, self._queue = self._queue, []
                 self._commit(batch)
+                wrote = True
+        if wrote:
+            self._after()
         if entry.error is not None:
             raise entry.error
         assert entry.log_id is not None

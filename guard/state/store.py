@@ -113,7 +113,10 @@ class StateStore:
             self._con.close()
             raise
         self._last_hash = last[1] if last else GENESIS
-        self._commits = GroupCommit(self._lock, self._write)
+        self._committed: Head | None = None  # the last record committed by this store
+        self._published = 0  # the id in the head file, as this store last wrote it
+        self._head_lock = threading.Lock()
+        self._commits = GroupCommit(self._lock, self._write, self._publish_head)
 
     def append(
         self,
@@ -173,12 +176,23 @@ class StateStore:
         if chained is None:
             return False
         self._last_hash = chained[-1][1]
+        self._committed = Head(*chained[-1])
         for entry, (log_id, _) in zip(batch, chained, strict=True):
             entry.log_id = log_id
-        # the records are committed; a head that lags behind only weakens the tail check
-        with contextlib.suppress(OSError):
-            write_head(self.head_path, Head(*chained[-1]))
         return True
+
+    def _publish_head(self) -> None:
+        """Replace the head file with the last committed record, unless a newer one was
+        written meanwhile. Off the connection's lock (a rename can take milliseconds): a
+        head that lags behind the log only weakens the tail check, and it is never
+        ahead, since it names committed records only."""
+        with self._head_lock:
+            head = self._committed
+            if head is None or head.id <= self._published:
+                return
+            with contextlib.suppress(OSError):
+                write_head(self.head_path, head)
+                self._published = head.id
 
     def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
         """The query sets released into one audit state, on every data version, in
