@@ -97,6 +97,19 @@ class GroupCommit:
         assert entry.log_id is not None
         return entry.log_id
 
+    def flush(self) -> None:
+        """Commit every record queued so far. Readers of the store call it first: memory
+        rebuilt from the store (earlier releases, audit states) must not miss a decision
+        whose record is still on its way, and the guard queues every answer under the
+        lock it decides under, so none can be queued while such a read runs."""
+        with self._connection:
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+            if batch:
+                self._commit(batch)
+        if batch:
+            self._after()
+
     def _commit(self, batch: list[Pending]) -> None:
         try:
             if len(batch) == 1 or not self._write(batch):

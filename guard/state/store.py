@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +142,9 @@ class StateStore:
         noise: NoiseWrite | None = None,
         history: HistoryWrite | None = None,
     ) -> Pending:
-        """Queue one record for the next commit: its place in the log is fixed now (the
-        guard queues an answer under its release lock, so the log lists answers in the
-        order they were decided). It is committed by :meth:`wait`, which the caller must
-        call before the answer leaves.
+        """Queue one record for the next commit, its place in the log fixed now (the guard
+        queues answers under its release lock: the log lists them in decision order); the
+        caller must :meth:`wait` for it before the answer leaves.
 
         Raises:
             BackendError: the store is open read-only.
@@ -182,10 +182,9 @@ class StateStore:
         return True
 
     def _publish_head(self) -> None:
-        """Replace the head file with the last committed record, unless a newer one was
-        written meanwhile. Off the connection's lock (a rename can take milliseconds): a
-        head that lags behind the log only weakens the tail check, and it is never
-        ahead, since it names committed records only."""
+        """Write the last committed record to the head file, unless a newer one is there, off
+        the connection's lock (a rename can take milliseconds): a head that lags behind only
+        weakens the tail check, and it is never ahead (it names committed records only)."""
         with self._head_lock:
             head = self._committed
             if head is None or head.id <= self._published:
@@ -194,10 +193,18 @@ class StateStore:
                 write_head(self.head_path, head)
                 self._published = head.id
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The connection, for a read that sees every record queued before it
+        (``GroupCommit.flush``)."""
+        self._commits.flush()
+        with self._lock:
+            yield
+
     def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
         """The query sets released into one audit state, on every data version, in
         release order: (data version, finest-cell bitmap, released SUM or None)."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT data_version, cells, value FROM audit_sets WHERE table_name = ? "
                 "AND space = ? AND scope = ? ORDER BY log_id, position",
@@ -207,7 +214,7 @@ class StateStore:
 
     def lineage(self, table: str) -> list[tuple[str, bytes]]:
         """The row identities stored per data version of ``table``, oldest first."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT data_version, file FROM audit_lineage WHERE table_name = ? ORDER BY added",
                 [table],
@@ -250,7 +257,7 @@ class StateStore:
 
     def ledger(self) -> list[LedgerEntry]:
         """Every budget charge, oldest first (the note carries the log id)."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT sequence, analyst, epsilon, accounts, ts, note, log_id FROM budget_ledger "
                 "ORDER BY sequence"
@@ -273,7 +280,7 @@ class StateStore:
 
     def noise_draws(self, data_version: str, table: str) -> dict[str, Draw]:
         """The cached draws of ``table`` at ``data_version``, by cache key."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT cache_key, value, scale, epsilon, mechanism FROM noise_draws "
                 "WHERE data_version = ? AND table_name = ?",
@@ -286,7 +293,7 @@ class StateStore:
 
     def noise_received(self, data_version: str, table: str) -> dict[str, set[str]]:
         """Per analyst, the cache keys of ``table`` at ``data_version`` they received."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT analyst, cache_key FROM noise_received WHERE data_version = ? AND table_name = ?",
                 [data_version, table],
@@ -311,7 +318,7 @@ class StateStore:
             query += " AND analyst = ?"
             params.append(analyst)
         query += " GROUP BY space, cell_key"
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(query, params).fetchall()
         return [(str(a), str(b), ReleaseStatus(c)) for a, b, c in rows]
 
@@ -352,7 +359,7 @@ class StateStore:
         query += " ORDER BY id DESC"
         if limit is not None:
             query += f" LIMIT {int(limit)}"
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(query, params).fetchall()
         records = []
         for row in reversed(rows):
@@ -375,7 +382,7 @@ class StateStore:
         Raises:
             BackendError: the head file is damaged.
         """
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT id, ts, analyst, sql, canonical, data_version, decision, error, reason, "
                 "columns, rows, flags, notes, prev_hash, record_hash FROM query_log ORDER BY id"
@@ -394,7 +401,7 @@ class StateStore:
         return check_chain(encoded_rows, read_head(self.head_path))
 
     def close(self) -> None:
-        with self._lock:
+        with self._reading():
             self._con.close()
 
 

@@ -181,3 +181,13 @@ def test_an_answer_returned_before_a_kill_is_in_the_log(tmp_path: Path) -> None:
         store.close()
     assert {n for n in returned if f"{MIX[n % 4]} /* request {n} */" not in logged} == set()
     assert check.broken is None
+
+
+def test_a_read_of_the_store_sees_every_record_queued_before_it(store: StateStore) -> None:
+    """Memory rebuilt from the store (earlier releases, audit states) must not miss a
+    decision whose record is still on its way to the disk."""
+    cell = Release("students", "count", '["x"]', ReleaseStatus.PUBLISHED)
+    record = LogRecord(analyst="alice", sql="SELECT 1", decision=Outcome.ANSWERED, data_version="v1")
+    pending = store.queue(record, [cell])
+    assert store.released("v1", "students", None) == [("count", '["x"]', ReleaseStatus.PUBLISHED)]
+    assert pending.settled and store.wait(pending) == 1
