@@ -26,6 +26,7 @@ from guard.query.validate import validate
 __all__ = [
     "MAX_CACHED_LENGTH",
     "MAX_CACHED_TEXTS",
+    "MAX_RECENT_TEXTS",
     "FrontCache",
     "FrontResult",
     "Trace",
@@ -36,6 +37,8 @@ __all__ = [
 #: texts a :class:`FrontCache` keeps the reading of, and the longest text it keeps
 MAX_CACHED_TEXTS = 1024
 MAX_CACHED_LENGTH = 4096
+#: texts whose tokens a :class:`FrontCache` remembers (they are read twice in a row)
+MAX_RECENT_TEXTS = 64
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ class FrontCache:
         self._lock = threading.Lock()
         #: (reading, the column types it was read with) by key, least recently used first
         self._found: OrderedDict[Hashable, tuple[FrontResult, Mapping[str, str]]] = OrderedDict()
+        #: the tokens of the texts read last, oldest first
+        self._texts: OrderedDict[str, Hashable | None] = OrderedDict()
 
     def read(
         self,
@@ -173,7 +178,20 @@ class FrontCache:
             return None
         visible = tuple(t.name for t in visible_tables(self._policy, analyst))
         if parameters is None:
-            tokens = tokens_key(sql)
+            tokens = self._tokens(sql)
             return None if tokens is None else (tokens, visible)
         # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
         return sql, visible, tuple((type(v), v) for v in parameters)
+
+    def _tokens(self, sql: str) -> Hashable | None:
+        """:func:`tokens_key` of ``sql``, remembered for the last texts read (the
+        PostgreSQL endpoint reads each text twice in a row: its answer, its columns)."""
+        with self._lock:
+            if sql in self._texts:
+                return self._texts[sql]
+        tokens = tokens_key(sql)
+        with self._lock:
+            self._texts[sql] = tokens
+            while len(self._texts) > MAX_RECENT_TEXTS:
+                self._texts.popitem(last=False)
+        return tokens
