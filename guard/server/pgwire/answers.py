@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlglot import TokenType, exp
-from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 
 from guard.core import Guard
@@ -32,7 +31,7 @@ from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
 from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
 from guard.server.pgwire.describe import ResultColumn, guard_columns, value_columns
 from guard.server.pgwire.sqlstate import SqlError
-from guard.server.pgwire.statements import quote_keyword_labels
+from guard.server.pgwire.statements import postgres_tokens, quote_keyword_labels
 from guard.server.pgwire.translate import SessionFacts, to_duckdb
 from guard.server.pgwire.types import by_name
 
@@ -112,7 +111,7 @@ def _tokens(sql: str) -> tuple[tuple[TokenType, str], ...] | None:
     if len(sql) > MAX_CACHED_LENGTH:
         return None
     try:
-        return tuple((token.token_type, token.text) for token in Postgres().tokenize(sql))
+        return tuple((token.token_type, token.text) for token in postgres_tokens(sql))
     except (TokenError, ValueError):
         return None
 
