@@ -25,7 +25,14 @@ def _store() -> duckdb.DuckDBPyConnection:
 def _entry(n: int, sets: tuple[AuditedSet, ...] = (), releases: tuple[Release, ...] = ()) -> Pending:
     record = LogRecord(analyst="alice", sql=f"SELECT {n}", decision=Outcome.ANSWERED, data_version="v1")
     history = HistoryWrite("v1", "people", sets) if sets else None
-    return Pending(record, encoded_fields(record), f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}", list(releases), None, history)
+    return Pending(
+        record,
+        encoded_fields(record),
+        f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}",
+        list(releases),
+        None,
+        history,
+    )
 
 
 def _sets(count: int) -> tuple[AuditedSet, ...]:
