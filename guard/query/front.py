@@ -181,7 +181,12 @@ class FrontCache:
             tokens = self._tokens(sql)
             return None if tokens is None else (tokens, visible)
         # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
-        return sql, visible, tuple((type(v), v) for v in parameters)
+        key = sql, visible, tuple((type(v), v) for v in parameters)
+        try:
+            hash(key)
+        except TypeError:
+            return None  # a value that is no parameter (a list): read_query says so
+        return key
 
     def _tokens(self, sql: str) -> Hashable | None:
         """:func:`tokens_key` of ``sql``, remembered for the last texts read (the

@@ -133,3 +133,9 @@ def test_the_log_keeps_each_text_as_sent(two: Guard) -> None:
     two.query(SQL + " /* request 1 */", analyst="alice")
     two.query(SQL + " /* request 2 */", analyst="alice")
     assert [r["sql"] for r in two.log(limit=2)] == [SQL + " /* request 1 */", SQL + " /* request 2 */"]
+
+
+def test_a_value_that_is_no_parameter_is_rejected_not_a_fault(two: Guard) -> None:
+    sql = "SELECT COUNT(*) FROM students WHERE major = $1"
+    with pytest.raises(QueryRejected):
+        _cache(two).read(sql, _who(two, "alice"), [["CS", "EE"]])  # type: ignore[list-item]
