@@ -1,16 +1,22 @@
-"""The cells of one answer, as the protection stage sees them."""
+"""The cells of one answer, as the protection stage sees them, and where they come from
+(stages 4-5: the plan, run on the engine)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from guard.backends.base import ResultSet, TableInfo
-from guard.plan.rewrite import Plan
-from guard.query.shape import QueryShape
+from guard.backends.base import Backend, ResultSet, TableInfo
+from guard.plan.rewrite import Plan, rewrite
+from guard.query.shape import QueryShape, typed_predicates
 
-__all__ = ["Cell", "CellGrid", "cells_from_result"]
+__all__ = ["MAX_CACHED_CELLS", "Cell", "CellGrid", "CellReader", "cells_from_result"]
+
+#: cells the grids kept by a :class:`CellReader` hold at most (a larger grid is not kept)
+MAX_CACHED_CELLS = 100_000
 
 
 @dataclass(frozen=True)
@@ -100,3 +106,49 @@ def cells_from_result(shape: QueryShape, plan: Plan, result: ResultSet, info: Ta
 def _floats(values: Sequence[Any] | None) -> tuple[float, ...]:
     # a ranked top-n (engines without a top-n aggregate) holds NULL past a cell's last unit
     return () if values is None else tuple(float(v) for v in values if v is not None)
+
+
+class CellReader:
+    """Stages 4-5 with memory: the grid of one shape on one data version is planned and
+    read from the engine once, then shared (grids are immutable).
+
+    A data version is a fingerprint of the table's content and declaration, and the
+    engine reads a snapshot of it, so a grid depends on the version and the shape only,
+    never on what was released: the protection stages still decide each request anew.
+    Thread-safe; two threads missing the same grid at once both read it.
+    """
+
+    def __init__(self, backend: Backend, depth: int, limit: int = MAX_CACHED_CELLS) -> None:
+        """``depth``: the largest contributions per cell the rules read; ``limit``: cells kept."""
+        self._backend = backend
+        self._depth = depth
+        self._limit = limit
+        self._lock = threading.Lock()
+        #: (grid, its cells) by key, least recently used first
+        self._grids: OrderedDict[Hashable, tuple[CellGrid, int]] = OrderedDict()
+        self._kept = 0
+
+    def grid(self, shape: QueryShape, info: TableInfo) -> CellGrid:
+        """The cells of ``shape`` (as planned: averages with their sums) on ``info``'s version.
+
+        Raises:
+            BackendError: the engine failed.
+        """
+        key = (info.name, info.data_version, shape, typed_predicates(shape.predicates))
+        with self._lock:
+            found = self._grids.get(key)
+            if found is not None:
+                self._grids.move_to_end(key)
+                return found[0]
+        plan = rewrite(shape, info, self._depth, self._backend.capabilities)
+        grid = cells_from_result(shape, plan, self._backend.execute(plan.query), info)
+        size = len(grid.cells) * max(1, len(shape.aggregates))
+        if size <= self._limit // 10:  # a few large grids must not push out every small one
+            with self._lock:
+                if key not in self._grids:
+                    self._grids[key] = (grid, size)
+                    self._kept += size
+                while self._kept > self._limit:
+                    _, (_, dropped) = self._grids.popitem(last=False)
+                    self._kept -= dropped
+        return grid

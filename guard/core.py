@@ -18,13 +18,12 @@ from typing import Any
 
 from guard.backends import open_backend
 from guard.backends.base import Backend, TableInfo
-from guard.cells import CellGrid, cells_from_result
+from guard.cells import CellGrid, CellReader
 from guard.errors import AccessDenied, GuardError, InternalError, NoBudgets, QueryRejected
 from guard.history.finest import SpaceCells
 from guard.history.screen import FinestSensitivity, HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
-from guard.plan.rewrite import rewrite
 from guard.policy.load import load_policy
 from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Table
 from guard.post.plan import OuterPlan, plan_outer
@@ -34,7 +33,7 @@ from guard.protection.decide import Decision, value_aggregates, with_sums
 from guard.protection.explain import Explanation, explain_decision
 from guard.protection.linking import Linker
 from guard.protection.sensitivity import sensitive_rows
-from guard.query.front import FrontResult, Trace, read_query
+from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
 from guard.query.shape import OutputKind, QueryShape
@@ -86,6 +85,8 @@ class Guard:
         self.store = store
         #: largest contributions per cell the rules read
         self._depth = depth(policy.protection.rules)
+        self._reader = CellReader(backend, self._depth)
+        self.front = FrontCache(policy, self.column_types)  # stages 1-3, also for Describe
         #: deciding and recording one answer is one step (see _answer)
         self._release_lock = threading.Lock()
         secret = store.secret()
@@ -230,9 +231,11 @@ class Guard:
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             releases = self.linker.new_releases(decision.releases, info, who.name)
-            facts = request.facts()
-            request.log_id = self.recorder.answered(facts, result, releases, history=screened.write)  # 7
+            # 7 queued in decision order, committed below with the records queued meanwhile; the
+            # next decision sees these releases (if the commit fails, it is only stricter)
+            pending = self.recorder.answer_queued(request.facts(), result, releases, screened.write)
             self.linker.committed(decision.releases, info, who.name, decision.proofs)
+        request.log_id = self.store.wait(pending)  # nothing leaves before its record is durable
         return result  # 8 answer
 
     def _answer_with_noise(
@@ -296,7 +299,7 @@ class Guard:
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""
-        front = read_query(request.sql, self.policy, who, self.column_types, parameters, request.trace)
+        front = self.front.read(request.sql, who, parameters, request.trace)
         request.shape = front.shape
         request.info = self.backend.table_info(front.table.name)
         return front
@@ -309,8 +312,7 @@ class Guard:
         """Stages 4-5: the cell query and its cells (an average is protected as the sum
         it implies, so the planned shape carries the sums)."""
         measured = with_sums(shape)
-        plan = rewrite(measured, info, self._depth, self.backend.capabilities)
-        return measured, cells_from_result(measured, plan, self.backend.execute(plan.query), info)
+        return measured, self._reader.grid(measured, info)
 
     def _finest_sensitivity(self, table: Table, info: TableInfo) -> FinestSensitivity | None:
         """The finest cells of ``table`` (grouped by every dimension) that the policy's

@@ -225,7 +225,7 @@ class TestLog:
         def broken(*_: object, **__: object) -> int:
             raise BackendError("cannot write the query log: disk full")
 
-        monkeypatch.setattr(students.store, "append", broken)
+        monkeypatch.setattr(students.store, "wait", broken)  # every record is made durable there
         with pytest.raises(BackendError, match="cannot write the query log"):
             students.query("SELECT major, SUM(income) FROM students GROUP BY major", analyst="alice")
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import duckdb
@@ -34,7 +36,7 @@ from guard.history.keys import CellKey, normalized
 from guard.history.lineage import VersionRows
 from guard.plan.sql import where as _where
 from guard.policy.model import Role, Table
-from guard.query.shape import QueryShape
+from guard.query.shape import QueryShape, typed_predicates
 
 __all__ = ["FinestCells", "SpaceCells"]
 
@@ -72,6 +74,21 @@ def _digests(values: list[str], *, text: bool = True) -> npt.NDArray[np.uint64]:
     return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
 
 
+#: finest-cell ids the query-set cache of one table version holds at most (8 bytes each)
+MAX_CACHED_IDS = 2_000_000
+
+
+def _selection_key(shape: QueryShape, spaces: Sequence[tuple[str, str | None, frozenset[int]]]) -> Hashable:
+    """What a query's sets depend on: its predicates with each constant's type (``1``,
+    ``1.0`` and ``True`` are equal in Python, not to the engine), grouping and spaces."""
+    return typed_predicates(shape.predicates), shape.group_by, shape.levels, tuple(spaces)
+
+
+def _read_only(ids: Ids) -> Ids:
+    ids.flags.writeable = False
+    return ids
+
+
 def _null_flag(measure: str) -> str:
     return f"__null_{measure}"
 
@@ -85,7 +102,7 @@ class SpaceCells:
     column: str | None
     #: indexes into the query's aggregates that read these query sets
     aggregates: frozenset[int]
-    cells: dict[CellKey, Ids]
+    cells: Mapping[CellKey, Ids]
 
 
 class FinestCells:
@@ -107,6 +124,9 @@ class FinestCells:
         self._one_row_per_unit = info.one_row_per_unit
         self._lock = threading.Lock()
         self._unit_offsets: Ids | None = None
+        #: query sets by selection (``query_sets``), least recently used first
+        self._sets: OrderedDict[Hashable, list[SpaceCells]] = OrderedDict()
+        self._cached = 0  # finest-cell ids held in ``_sets``
         self._con = duckdb.connect(":memory:")
         self._load(backend)
 
@@ -197,43 +217,57 @@ class FinestCells:
         self, shape: QueryShape, spaces: Sequence[tuple[str, str | None, frozenset[int]]]
     ) -> list[SpaceCells]:
         """Per (space, filter column, aggregates): every cell of ``shape`` (all its grouping
-        levels) with the finest cells of its query set. Empty query sets are left out."""
-        found = []
-        keys = [k.lower() for k in shape.group_by]
-        for space, column, aggregates in spaces:
-            query = exp.select(exp.column(_ID, quoted=True), *[exp.column(k, quoted=True) for k in keys])
-            query = query.from_("finest")
-            condition = _where(shape.predicates)
-            if condition is not None:
-                query = query.where(condition)
-            present = self._present(column)
-            if present is not None:
-                query = query.where(present)
-            with self._lock:
-                frame = self._con.execute(query.sql(dialect="duckdb")).df()
-            ids = frame[_ID].to_numpy(dtype=np.int64)
-            cells: dict[CellKey, Ids] = {}
-            for level in shape.levels:
-                if not level:
-                    if ids.size:
-                        cells[(level, ())] = np.sort(ids)
-                    continue
-                columns = [k.lower() for k in level]
-                groups = frame.groupby(columns, dropna=False, sort=False).indices
-                for values, positions in groups.items():
-                    values = values if isinstance(values, tuple) else (values,)
-                    plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
-                    key = (level, tuple(normalized(v) for v in plain))
-                    cells[key] = np.sort(ids[positions])
-            found.append(
-                SpaceCells(
-                    space,
-                    column,
-                    aggregates,
-                    cells,
-                )
-            )
+        levels) with the finest cells of its query set. Empty query sets are left out.
+
+        The finest cells of one data version never change, so the sets of one selection
+        (its predicates, typed, its grouping and spaces) are computed once and shared,
+        read-only: they name public dimension values and cell ids, nothing released."""
+        key = _selection_key(shape, spaces)
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+                return found
+        found = [self._space_cells(shape, *space) for space in spaces]
+        size = sum(ids.size for cells in found for ids in cells.cells.values())
+        with self._lock:
+            if size <= MAX_CACHED_IDS:
+                self._sets[key] = found
+                self._cached += size
+                while self._cached > MAX_CACHED_IDS:
+                    _, dropped = self._sets.popitem(last=False)
+                    self._cached -= sum(ids.size for cells in dropped for ids in cells.cells.values())
         return found
+
+    def _space_cells(
+        self, shape: QueryShape, space: str, column: str | None, aggregates: frozenset[int]
+    ) -> SpaceCells:
+        keys = [k.lower() for k in shape.group_by]
+        query = exp.select(exp.column(_ID, quoted=True), *[exp.column(k, quoted=True) for k in keys])
+        query = query.from_("finest")
+        condition = _where(shape.predicates)
+        if condition is not None:
+            query = query.where(condition)
+        present = self._present(column)
+        if present is not None:
+            query = query.where(present)
+        with self._lock:
+            frame = self._con.execute(query.sql(dialect="duckdb")).df()
+        ids = frame[_ID].to_numpy(dtype=np.int64)
+        cells: dict[CellKey, Ids] = {}
+        for level in shape.levels:
+            if not level:
+                if ids.size:
+                    cells[(level, ())] = _read_only(np.sort(ids))
+                continue
+            columns = [k.lower() for k in level]
+            groups = frame.groupby(columns, dropna=False, sort=False).indices
+            for values, positions in groups.items():
+                values = values if isinstance(values, tuple) else (values,)
+                plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
+                key = (level, tuple(normalized(v) for v in plain))
+                cells[key] = _read_only(np.sort(ids[positions]))
+        return SpaceCells(space, column, aggregates, MappingProxyType(cells))
 
     def close(self) -> None:
         self._con.close()

@@ -8,7 +8,9 @@ of refusal messages, whoever asks: three copies had already started to differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -18,11 +20,22 @@ from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
 from guard.query.analyze import analyze
 from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT, parse
+from guard.query.parse import DIALECT, check_text, parse, tokens_key
 from guard.query.shape import AnyOf, QueryShape
 from guard.query.validate import validate
 
-__all__ = ["DISJUNCTION_REFUSED", "FrontResult", "Trace", "audited_on_rows", "read_query", "visible_tables"]
+__all__ = [
+    "DISJUNCTION_REFUSED",
+    "MAX_CACHED_LENGTH",
+    "MAX_CACHED_TEXTS",
+    "MAX_RECENT_TEXTS",
+    "FrontCache",
+    "FrontResult",
+    "Trace",
+    "audited_on_rows",
+    "read_query",
+    "visible_tables",
+]
 
 DISJUNCTION_REFUSED = (
     "OR across columns, and NOT of a combined condition or a range, are allowed only where "
@@ -30,6 +43,12 @@ DISJUNCTION_REFUSED = (
     "answered with noise; here, write alternatives of one column as IN (...) and ask other "
     "combinations as separate queries"
 )
+
+#: texts a :class:`FrontCache` keeps the reading of, and the longest text it keeps
+MAX_CACHED_TEXTS = 1024
+MAX_CACHED_LENGTH = 4096
+#: texts whose tokens a :class:`FrontCache` remembers (they are read twice in a row)
+MAX_RECENT_TEXTS = 64
 
 
 @dataclass(frozen=True)
@@ -97,12 +116,23 @@ def read_query(
     if listing is not None:
         check_listable(select, listing, table)
     shape = analyze(select, table, column_types(table.name), policy.limits)
-    disjunctive = any(isinstance(c, AnyOf) for c in shape.predicates)
-    if disjunctive and not audited_on_rows(policy, table, analyst, shape):
-        raise QueryRejected(DISJUNCTION_REFUSED)
+    check_disjunctions(policy, table, analyst, shape)
     if listing is not None:
         shape, listing = listing.detach(shape)
     return FrontResult(table, shape, bound, listing)
+
+
+def check_disjunctions(policy: Policy, table: Table, analyst: Analyst | None, shape: QueryShape) -> None:
+    """Reject a WHERE holding a disjunction where answers to ``analyst`` are not judged on
+    their rows (:func:`audited_on_rows`). Depends on the analyst, not only on the text:
+    :class:`FrontCache` applies it to every reading it hands out.
+
+    Raises:
+        QueryRejected: :data:`DISJUNCTION_REFUSED`.
+    """
+    disjunctive = any(isinstance(c, AnyOf) for c in shape.predicates)
+    if disjunctive and not audited_on_rows(policy, table, analyst, shape):
+        raise QueryRejected(DISJUNCTION_REFUSED)
 
 
 def audited_on_rows(policy: Policy, table: Table, analyst: Analyst | None, shape: QueryShape) -> bool:
@@ -116,3 +146,96 @@ def audited_on_rows(policy: Policy, table: Table, analyst: Analyst | None, shape
         return True
     analysts = policy.analysts if analyst is None else (analyst,)
     return any(policy.noise_mode(table, a, shape.summed) is NoiseMode.NOISE for a in analysts)
+
+
+class FrontCache:
+    """:func:`read_query` with memory: the reading of a text asked before is kept.
+
+    What the front stages return depends on the text, its parameters, the tables the
+    analyst may see and their column types only (never on data or on the history), and
+    it is immutable; so the same text from an analyst who sees the same tables is read
+    once. The PostgreSQL endpoint reads every query twice (the answer, then its
+    columns), and clients send the same texts again and again. Only texts that pass are
+    kept (a rejection is read anew each time). Thread-safe.
+    """
+
+    def __init__(self, policy: Policy, column_types: Callable[[str], Mapping[str, str]]) -> None:
+        self._policy = policy
+        self._column_types = column_types
+        self._lock = threading.Lock()
+        #: (reading, the column types it was read with) by key, least recently used first
+        self._found: OrderedDict[Hashable, tuple[FrontResult, Mapping[str, str]]] = OrderedDict()
+        #: the tokens of the texts read last, oldest first
+        self._texts: OrderedDict[str, Hashable | None] = OrderedDict()
+
+    def read(
+        self,
+        sql: str,
+        analyst: Analyst,
+        parameters: Sequence[Parameter] | None = None,
+        trace: Trace | None = None,
+    ) -> FrontResult:
+        """As :func:`read_query` for ``analyst``.
+
+        Raises:
+            QueryRejected: the text or its shape is not allowed (the message says what to change).
+        """
+        key = self._key(sql, analyst, parameters)
+        if key is None:
+            return read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
+        with self._lock:
+            found = self._found.get(key)
+            if found is not None:
+                self._found.move_to_end(key)
+        if found is not None and self._column_types(found[0].table.name) == found[1]:
+            front = found[0]
+            if trace is not None:
+                trace.bound_sql, trace.table = front.bound_sql, front.table
+            # kept per visible tables, but whether a disjunction is allowed is per analyst
+            check_disjunctions(self._policy, front.table, analyst, front.shape)
+            return front
+        front = read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
+        types = dict(self._column_types(front.table.name))
+        with self._lock:
+            self._found[key] = (front, types)
+            while len(self._found) > MAX_CACHED_TEXTS:
+                self._found.popitem(last=False)
+        return front
+
+    def _key(self, sql: str, analyst: Analyst, parameters: Sequence[Parameter] | None) -> Hashable | None:
+        """What the reading of ``sql`` depends on (None: not kept). Without parameters,
+        its tokens: the same query with other comments (BI tools tag each query they
+        send) or layout reads the same, and the log keeps the text as sent. With
+        parameters, the text itself (the bound text that is logged keeps its comments).
+
+        Raises:
+            QueryRejected: the raw text fails the checks before parsing (its length counts
+                its comments).
+        """
+        check_text(sql, self._policy.limits)
+        if len(sql) > MAX_CACHED_LENGTH:
+            return None
+        visible = tuple(t.name for t in visible_tables(self._policy, analyst))
+        if parameters is None:
+            tokens = self._tokens(sql)
+            return None if tokens is None else (tokens, visible)
+        # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
+        key = sql, visible, tuple((type(v), v) for v in parameters)
+        try:
+            hash(key)
+        except TypeError:
+            return None  # a value that is no parameter (a list): read_query says so
+        return key
+
+    def _tokens(self, sql: str) -> Hashable | None:
+        """:func:`tokens_key` of ``sql``, remembered for the last texts read (the
+        PostgreSQL endpoint reads each text twice in a row: its answer, its columns)."""
+        with self._lock:
+            if sql in self._texts:
+                return self._texts[sql]
+        tokens = tokens_key(sql)
+        with self._lock:
+            self._texts[sql] = tokens
+            while len(self._texts) > MAX_RECENT_TEXTS:
+                self._texts.popitem(last=False)
+        return tokens

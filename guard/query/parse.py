@@ -14,7 +14,7 @@ from guard.errors import QueryRejected
 from guard.policy.model import Limits
 from guard.query.parameters import Parameter, bind_parameters
 
-__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "parse", "parse_within_limits"]
+__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "check_text", "parse", "parse_within_limits", "tokens_key"]
 
 DIALECT = "duckdb"
 
@@ -39,20 +39,7 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
         QueryRejected: empty text, too long, unparsable, several statements, a tree
             larger than ``limits.max_syntax_nodes``, or parameters that do not fit.
     """
-    if not isinstance(sql, str) or not sql.strip():
-        raise QueryRejected("empty query: send one SELECT statement")
-    if len(sql) > limits.max_sql_length:
-        raise QueryRejected(
-            f"query is {len(sql)} characters long; the limit is {limits.max_sql_length}: send a shorter query"
-        )
-    if "\x00" in sql:
-        raise QueryRejected("query contains a NUL character: remove it")
-    try:
-        sql.encode("utf-8")
-    except UnicodeEncodeError:
-        raise QueryRejected(
-            "query contains a character that is not valid Unicode (a lone surrogate): remove it"
-        ) from None
+    check_text(sql, limits)
     try:
         _check_nesting(sql)
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
@@ -85,6 +72,38 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
             "arithmetic): simplify it, e.g. with IN lists"
         )
     return bind_parameters(tree, parameters)
+
+
+def check_text(sql: str, limits: Limits) -> None:
+    """The checks of the raw text that come before parsing (comments count too).
+
+    Raises:
+        QueryRejected: empty, too long, a NUL character or a lone surrogate.
+    """
+    if not isinstance(sql, str) or not sql.strip():
+        raise QueryRejected("empty query: send one SELECT statement")
+    if len(sql) > limits.max_sql_length:
+        raise QueryRejected(
+            f"query is {len(sql)} characters long; the limit is {limits.max_sql_length}: send a shorter query"
+        )
+    if "\x00" in sql:
+        raise QueryRejected("query contains a NUL character: remove it")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryRejected(
+            "query contains a character that is not valid Unicode (a lone surrogate): remove it"
+        ) from None
+
+
+def tokens_key(sql: str) -> tuple[tuple[TokenType, str], ...] | None:
+    """The text's tokens (type and text, in order) without its comments and layout, or
+    None when it does not tokenize. The parser reads tokens only (and keeps comments
+    aside), so two texts with the same key parse to the same statement."""
+    try:
+        return tuple((token.token_type, token.text) for token in sqlglot.tokenize(sql, read=DIALECT))
+    except (TokenError, ValueError):
+        return None
 
 
 def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:

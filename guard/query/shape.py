@@ -21,6 +21,7 @@ __all__ = [
     "Scalar",
     "jsonable",
     "order_of",
+    "typed_predicates",
 ]
 
 #: a constant an analyst may compare a dimension with
@@ -182,6 +183,19 @@ class QueryShape:
 def order_of(value: Scalar) -> tuple[str, str]:
     """A total order over constants of mixed types (for canonical IN lists)."""
     return (type(value).__name__, repr(value))
+
+
+def typed_predicates(predicates: tuple[Condition, ...]) -> tuple[object, ...]:
+    """``predicates`` as a dictionary key that also holds each constant's type: ``1``,
+    ``1.0`` and ``True`` are equal (and hash alike) in Python, not to an engine."""
+    return tuple(
+        ("or", tuple(_typed(p) for p in c.alternatives)) if isinstance(c, AnyOf) else _typed(c)
+        for c in predicates
+    )
+
+
+def _typed(p: Predicate) -> tuple[object, ...]:
+    return (p.column, p.op, tuple((type(v), v) for v in p.values))
 
 
 def jsonable(value: Scalar) -> str | int | float | bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from guard.errors import AccessDenied, GuardError, QueryRefused, QueryRejected
 from guard.result import ProtectedResult
+from guard.state.commit import Pending
 from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Outcome, Release
 from guard.state.store import StateStore
 
@@ -82,23 +83,19 @@ class Recorder:
         Raises:
             BackendError: the store could not commit (the answer must not leave).
         """
-        return self.store.append(
-            LogRecord(
-                analyst=logged_text(facts.analyst),
-                sql=logged_text(facts.sql, self.sql_limit),
-                decision=Outcome.ANSWERED,
-                canonical=facts.canonical,
-                data_version=facts.data_version,
-                columns=list(result.columns),
-                rows=result.to_dict()["rows"],
-                flags=[list(row) for row in result.flags],
-                notes=list(result.notes),
-                elapsed_ms=_elapsed(facts),
-            ),
-            list(releases),
-            noise,
-            history,
-        )
+        return self.store.append(_answer(facts, result, self.sql_limit), list(releases), noise, history)
+
+    def answer_queued(
+        self,
+        facts: RequestFacts,
+        result: ProtectedResult,
+        releases: Sequence[Release] = (),
+        history: HistoryWrite | None = None,
+    ) -> Pending:
+        """Queue an answer's record with everything it adds to the store for the next
+        commit, its place in the log fixed now; the answer must not leave before
+        ``StateStore.wait`` returned its log id (group commit: ``commit.py``)."""
+        return self.store.queue(_answer(facts, result, self.sql_limit), list(releases), None, history)
 
     def post_processed(self, facts: RequestFacts, result: ProtectedResult, inner: Sequence[int]) -> int:
         """Record the answer of a query over protected answers: what it released, and the
@@ -164,6 +161,21 @@ class Recorder:
                 elapsed_ms=_elapsed(facts),
             )
         )
+
+
+def _answer(facts: RequestFacts, result: ProtectedResult, sql_limit: int) -> LogRecord:
+    return LogRecord(
+        analyst=logged_text(facts.analyst),
+        sql=logged_text(facts.sql, sql_limit),
+        decision=Outcome.ANSWERED,
+        canonical=facts.canonical,
+        data_version=facts.data_version,
+        columns=list(result.columns),
+        rows=result.to_dict()["rows"],
+        flags=[list(row) for row in result.flags],
+        notes=list(result.notes),
+        elapsed_ms=_elapsed(facts),
+    )
 
 
 def _elapsed(facts: RequestFacts) -> float:

@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ import duckdb
 
 from guard.errors import BackendError
 from guard.sqlfiles import read_sql, statements
-from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, record_hash, write_head
+from guard.state.chain import GENESIS, ChainCheck, Head, check_chain, read_head, write_head
+from guard.state.commit import GroupCommit, Pending
 from guard.state.records import (
     Draw,
     HistoryWrite,
@@ -31,7 +33,7 @@ from guard.state.records import (
     ReleaseStatus,
     fraction_from_text,
 )
-from guard.state.writes import insert_history, insert_noise, insert_releases
+from guard.state.writes import commit_batch, encoded_fields
 
 __all__ = ["GENESIS", "StateStore"]
 
@@ -112,6 +114,10 @@ class StateStore:
             self._con.close()
             raise
         self._last_hash = last[1] if last else GENESIS
+        self._committed: Head | None = None  # the last record committed by this store
+        self._published = 0  # the id in the head file, as this store last wrote it
+        self._head_lock = threading.Lock()
+        self._commits = GroupCommit(self._lock, self._write, self._publish_head)
 
     def append(
         self,
@@ -121,83 +127,84 @@ class StateStore:
         history: HistoryWrite | None = None,
     ) -> int:
         """Append one record (and the cells it released, its audited query sets, or its
-        noise charge and draws) and commit it; returns its id.
+        noise charge and draws) and commit it; returns its id. Records appended at the
+        same time from other threads are committed with it (``commit.py``).
 
         Raises:
             BackendError: the record could not be written (the answer must then not leave).
         """
+        return self.wait(self.queue(record, releases, noise, history))
+
+    def queue(
+        self,
+        record: LogRecord,
+        releases: list[Release] | None = None,
+        noise: NoiseWrite | None = None,
+        history: HistoryWrite | None = None,
+    ) -> Pending:
+        """Queue one record for the next commit, its place in the log fixed now (the guard
+        queues answers under its release lock: the log lists them in decision order); the
+        caller must :meth:`wait` for it before the answer leaves.
+
+        Raises:
+            BackendError: the store is open read-only.
+        """
         if self.read_only:
             raise BackendError(f"the state store {self.path} is open read-only: nothing can be logged")
-        fields = {
-            "analyst": record.analyst,
-            "sql": record.sql,
-            "canonical": record.canonical,
-            "data_version": record.data_version,
-            "decision": record.decision.value,
-            "error": record.error,
-            "reason": record.reason,
-            "columns": record.columns,
-            "rows": record.rows,
-            "flags": record.flags,
-            "notes": record.notes,
-        }
-        encoded = {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
-        with self._lock:
+        encoded = encoded_fields(record)
+
+        def entry() -> Pending:
             # naive UTC: DuckDB returns TIMESTAMP as it was stored, so the hash re-computes
             ts_text = dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat()
-            hash_ = record_hash(self._last_hash, ts_text, encoded)
-            try:
-                self._con.execute("BEGIN")
-                row = self._con.execute(
-                    "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, "
-                    "error, reason, columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    [
-                        ts_text,
-                        encoded["analyst"],
-                        encoded["sql"],
-                        encoded["canonical"],
-                        encoded["data_version"],
-                        encoded["decision"],
-                        encoded["error"],
-                        encoded["reason"],
-                        encoded["columns"],
-                        encoded["rows"],
-                        encoded["flags"],
-                        encoded["notes"],
-                        record.elapsed_ms,
-                        self._last_hash,
-                        hash_,
-                    ],
-                ).fetchone()
-                assert row is not None
-                if releases:
-                    insert_releases(self._con, record, releases, int(row[0]))
-                if noise is not None:
-                    insert_noise(self._con, record, noise, int(row[0]), ts_text)
-                if history is not None:
-                    insert_history(self._con, history, int(row[0]))
-                self._con.execute("COMMIT")
-            except duckdb.Error as exc:
-                # a failed COMMIT (disk full) has already ended the transaction: then
-                # ROLLBACK fails too, and that must not hide the error that matters
-                with contextlib.suppress(duckdb.Error):
-                    self._con.execute("ROLLBACK")
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise BackendError(
-                    f"cannot write the query log in {self.path}: {first}; nothing was answered or "
-                    "charged (check the disk of the state folder)"
-                ) from None
-            self._last_hash = hash_
-            # the record is committed; a head that lags behind only weakens the tail check
+            return Pending(record, encoded, ts_text, list(releases or ()), noise, history)
+
+        return self._commits.queue(entry)
+
+    def wait(self, entry: Pending) -> int:
+        """Return ``entry``'s log id once it is committed (committing it, and every record
+        queued with it, if no other thread is already doing so).
+
+        Raises:
+            BackendError: the record could not be written (the answer must then not leave).
+        """
+        return self._commits.settle(entry)
+
+    def _write(self, batch: list[Pending]) -> bool:
+        """Commit ``batch`` in one transaction, chained after the last committed record
+        (the caller holds the connection's lock); False when nothing was committed."""
+        chained = commit_batch(self._con, batch, self._last_hash, self.path)
+        if chained is None:
+            return False
+        self._last_hash = chained[-1][1]
+        self._committed = Head(*chained[-1])
+        for entry, (log_id, _) in zip(batch, chained, strict=True):
+            entry.log_id = log_id
+        return True
+
+    def _publish_head(self) -> None:
+        """Write the last committed record to the head file, unless a newer one is there, off
+        the connection's lock (a rename can take milliseconds): a head that lags behind only
+        weakens the tail check, and it is never ahead (it names committed records only)."""
+        with self._head_lock:
+            head = self._committed
+            if head is None or head.id <= self._published:
+                return
             with contextlib.suppress(OSError):
-                write_head(self.head_path, Head(int(row[0]), hash_))
-            return int(row[0])
+                write_head(self.head_path, head)
+                self._published = head.id
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The connection, for a read that sees every record queued before it
+        (``GroupCommit.flush``)."""
+        self._commits.flush()
+        with self._lock:
+            yield
 
     def audit_sets(self, table: str, space: str, scope: str) -> list[tuple[str, bytes, float | None]]:
         """The query sets released into one audit state, on every data version, in
         release order: (data version, finest-cell bitmap, released SUM or None)."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT data_version, cells, value FROM audit_sets WHERE table_name = ? "
                 "AND space = ? AND scope = ? ORDER BY log_id, position",
@@ -207,7 +214,7 @@ class StateStore:
 
     def lineage(self, table: str) -> list[tuple[str, bytes]]:
         """The row identities stored per data version of ``table``, oldest first."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT data_version, file FROM audit_lineage WHERE table_name = ? ORDER BY added",
                 [table],
@@ -250,7 +257,7 @@ class StateStore:
 
     def ledger(self) -> list[LedgerEntry]:
         """Every budget charge, oldest first (the note carries the log id)."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT sequence, analyst, epsilon, accounts, ts, note, log_id FROM budget_ledger "
                 "ORDER BY sequence"
@@ -273,7 +280,7 @@ class StateStore:
 
     def noise_draws(self, data_version: str, table: str) -> dict[str, Draw]:
         """The cached draws of ``table`` at ``data_version``, by cache key."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT cache_key, value, scale, epsilon, mechanism FROM noise_draws "
                 "WHERE data_version = ? AND table_name = ?",
@@ -286,7 +293,7 @@ class StateStore:
 
     def noise_received(self, data_version: str, table: str) -> dict[str, set[str]]:
         """Per analyst, the cache keys of ``table`` at ``data_version`` they received."""
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT analyst, cache_key FROM noise_received WHERE data_version = ? AND table_name = ?",
                 [data_version, table],
@@ -311,7 +318,7 @@ class StateStore:
             query += " AND analyst = ?"
             params.append(analyst)
         query += " GROUP BY space, cell_key"
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(query, params).fetchall()
         return [(str(a), str(b), ReleaseStatus(c)) for a, b, c in rows]
 
@@ -352,7 +359,7 @@ class StateStore:
         query += " ORDER BY id DESC"
         if limit is not None:
             query += f" LIMIT {int(limit)}"
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(query, params).fetchall()
         records = []
         for row in reversed(rows):
@@ -375,7 +382,7 @@ class StateStore:
         Raises:
             BackendError: the head file is damaged.
         """
-        with self._lock:
+        with self._reading():
             rows = self._con.execute(
                 "SELECT id, ts, analyst, sql, canonical, data_version, decision, error, reason, "
                 "columns, rows, flags, notes, prev_hash, record_hash FROM query_log ORDER BY id"
@@ -394,7 +401,7 @@ class StateStore:
         return check_chain(encoded_rows, read_head(self.head_path))
 
     def close(self) -> None:
-        with self._lock:
+        with self._reading():
             self._con.close()
 
 

@@ -1,43 +1,194 @@
-"""What an answer adds to the store beside its log row, inside the log row's transaction:
-the released-cell links, the noise ledger charge, draws and received keys, and the
-history audit's query sets."""
+"""The rows of a batch of log records, inside its one transaction: the log rows, and what
+each answer adds beside its row (the released-cell links, the noise ledger charge, draws
+and received keys, and the history audit's query sets).
+
+DuckDB's cost is per statement (~1 ms each, and ``executemany`` is one statement per
+row), not per row, so a batch writes each table with one statement whatever its size.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from guard.state.records import HistoryWrite, LogRecord, NoiseWrite, Release, fraction_text
+from guard.errors import BackendError
+from guard.state.chain import record_hash
+from guard.state.commit import Pending
+from guard.state.records import LogRecord, NoiseWrite, fraction_text
 
-__all__ = ["insert_frame", "insert_history", "insert_noise", "insert_releases"]
+__all__ = ["commit_batch", "encoded_fields", "insert_batch", "insert_frame", "insert_rows"]
 
-#: up to this many rows, an insert goes row by row instead of through a registered frame
-ROW_BY_ROW = 16
+#: up to this many rows, an insert is one statement of literal rows; more go through a
+#: registered frame (which costs ~1 ms whatever its size)
+VALUES_ROWS = 64
+
+#: the encoded fields in the order of the log row's columns
+_ENCODED = (
+    "analyst",
+    "sql",
+    "canonical",
+    "data_version",
+    "decision",
+    "error",
+    "reason",
+    "columns",
+    "rows",
+    "flags",
+    "notes",
+)
 
 
-def insert_releases(
-    con: duckdb.DuckDBPyConnection, record: LogRecord, releases: list[Release], log_id: int
-) -> None:
-    # one bulk insert from a data frame: executemany inserts row by row (seconds for
-    # a few thousand cells)
+def encoded_fields(record: LogRecord) -> dict[str, Any]:
+    """The fields of ``record`` as the log row stores them and its hash covers them
+    (lists as JSON text)."""
+    fields = {
+        "analyst": record.analyst,
+        "sql": record.sql,
+        "canonical": record.canonical,
+        "data_version": record.data_version,
+        "decision": record.decision.value,
+        "error": record.error,
+        "reason": record.reason,
+        "columns": record.columns,
+        "rows": record.rows,
+        "flags": record.flags,
+        "notes": record.notes,
+    }
+    return {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
+
+
+def commit_batch(
+    con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], previous: str, path: Path
+) -> list[tuple[int, str]] | None:
+    """Insert ``batch`` (:func:`insert_batch`) and commit it; returns each record's (log id,
+    hash), or None when nothing was committed (a batch of one then holds its error;
+    ``path``, the store's file, is named in it)."""
+    chained: list[tuple[int, str]] = []
+    try:
+        con.execute("BEGIN")
+        chained = insert_batch(con, batch, previous)
+        con.execute("COMMIT")
+    except Exception as exc:  # any fault goes to the waiting requests, not to this writer alone
+        # a failed COMMIT (disk full) has already ended the transaction: then
+        # ROLLBACK fails too, and that must not hide the error that matters
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        if chained and _is_last(con, chained[-1][1]):
+            # the COMMIT reported a failure yet the records are there: retrying would log
+            # them twice, and chaining the next one to an older hash would break the chain
+            return chained
+        if len(batch) == 1:
+            batch[0].error = _write_error(exc, path)
+        return None
+    return chained
+
+
+def _is_last(con: duckdb.DuckDBPyConnection, hash_: str) -> bool:
+    """Whether the log's last committed record has ``hash_``."""
+    try:
+        row = con.execute("SELECT record_hash FROM query_log ORDER BY id DESC LIMIT 1").fetchone()
+    except duckdb.Error:
+        return False
+    return row is not None and row[0] == hash_
+
+
+def _write_error(exc: Exception, path: Path) -> BaseException:
+    if not isinstance(exc, duckdb.Error):
+        return exc  # not the store's: the guard reports it as an internal error
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return BackendError(
+        f"cannot write the query log in {path}: {first}; nothing was answered or "
+        "charged (check the disk of the state folder)"
+    )
+
+
+def insert_batch(
+    con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], previous: str
+) -> list[tuple[int, str]]:
+    """Insert ``batch``'s log rows, chained in order after the record whose hash is
+    ``previous``, and what their answers add, in the caller's transaction; returns each
+    record's (log id, hash)."""
+    hashes = []
+    rows: list[list[Any]] = []
+    for entry in batch:
+        hash_ = record_hash(previous, entry.ts_text, entry.encoded)
+        encoded = entry.encoded
+        rows.append(
+            [entry.ts_text, *(encoded[k] for k in _ENCODED), entry.record.elapsed_ms, previous, hash_]
+        )
+        hashes.append(hash_)
+        previous = hash_
+    marks = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
+    returned = con.execute(
+        "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, error, reason, "
+        f"columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) VALUES {marks} "
+        "RETURNING id, record_hash",
+        [value for row in rows for value in row],
+    ).fetchall()
+    # matched by hash, not by position: the chain makes every record's hash unique
+    ids = {str(hash_): int(log_id) for log_id, hash_ in returned}
+    chained = [(ids[hash_], hash_) for hash_ in hashes]
+    _insert_releases(con, batch, [log_id for log_id, _ in chained])
+    _insert_history(con, batch, [log_id for log_id, _ in chained])
+    for entry, (log_id, _) in zip(batch, chained, strict=True):
+        if entry.noise is not None:
+            _insert_noise(con, entry.record, entry.noise, log_id, entry.ts_text)
+    return chained
+
+
+def _insert_releases(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:
+    rows = [
+        [
+            entry.record.data_version,
+            c.table,
+            c.space,
+            c.cell_key,
+            entry.record.analyst,
+            c.status.value,
+            log_id,
+        ]
+        for entry, log_id in zip(batch, log_ids, strict=True)
+        for c in entry.releases
+    ]
+    insert_rows(con, "released_cells", rows, ignore=True)
+
+
+def _insert_history(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:
+    rows = [
+        [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
+        for entry, log_id in zip(batch, log_ids, strict=True)
+        if (history := entry.history) is not None
+        for i, s in enumerate(history.sets)
+    ]
+    if len(rows) <= VALUES_ROWS:
+        insert_rows(con, "audit_sets", rows)
+        return
+    # bytes objects arrive as BLOB and None as NULL only from object columns
+    columns = list(zip(*rows, strict=True))
     frame = pd.DataFrame(
         {
-            "data_version": [record.data_version] * len(releases),
-            "table_name": [c.table for c in releases],
-            "space": [c.space for c in releases],
-            "cell_key": [c.cell_key for c in releases],
-            "analyst": [record.analyst] * len(releases),
-            "status": [c.status.value for c in releases],
-            "log_id": [log_id] * len(releases),
+            "data_version": columns[0],
+            "table_name": columns[1],
+            "space": columns[2],
+            "scope": columns[3],
+            "log_id": np.asarray(columns[4], dtype=np.int64),
+            "position": np.asarray(columns[5], dtype=np.int32),
+            "label": columns[6],
+            "cells": pd.Series(columns[7], dtype=object),
+            "value": pd.Series(columns[8], dtype=object),
         }
     )
-    insert_frame(con, "released_cells", frame)
+    insert_frame(con, "audit_sets", frame)
 
 
-def insert_noise(
+def _insert_noise(
     con: duckdb.DuckDBPyConnection, record: LogRecord, noise: NoiseWrite, log_id: int, ts: str
 ) -> None:
     if noise.charge is not None:
@@ -70,7 +221,7 @@ def insert_noise(
                 "log_id": [log_id] * len(keys),
             }
         )
-        insert_frame(con, "noise_draws", frame)
+        insert_frame(con, "noise_draws", frame, ignore=True)
     if noise.received:
         frame = pd.DataFrame(
             {
@@ -81,49 +232,34 @@ def insert_noise(
                 "log_id": [log_id] * len(noise.received),
             }
         )
-        insert_frame(con, "noise_received", frame)
+        insert_frame(con, "noise_received", frame, ignore=True)
 
 
-def insert_history(con: duckdb.DuckDBPyConnection, history: HistoryWrite, log_id: int) -> None:
-    sets = history.sets
-    if len(sets) <= ROW_BY_ROW:
-        rows = [
-            [history.data_version, history.table, s.space, s.scope, log_id, i, s.label, s.cells, s.value]
-            for i, s in enumerate(sets)
-        ]
-        con.executemany("INSERT INTO audit_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+def insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, rows: list[list[Any]], ignore: bool = False
+) -> None:
+    """Insert ``rows`` (each a full row of ``table``) with one statement; ``ignore``: a
+    row whose key is already there (or earlier in ``rows``) is skipped, the first kept."""
+    if not rows:
         return
-    # one statement for a large answer: executemany costs ~0.15 ms a row (1.3 s for
-    # 8,000 cells), a frame ~1 ms in all; bytes objects arrive as BLOB, None as NULL
-    frame = pd.DataFrame(
-        {
-            "data_version": [history.data_version] * len(sets),
-            "table_name": [history.table] * len(sets),
-            "space": [s.space for s in sets],
-            "scope": [s.scope for s in sets],
-            "log_id": np.full(len(sets), log_id, dtype=np.int64),
-            "position": np.arange(len(sets), dtype=np.int32),
-            "label": [s.label for s in sets],
-            "cells": pd.Series([s.cells for s in sets], dtype=object),
-            "value": pd.Series([s.value for s in sets], dtype=object),
-        }
-    )
-    con.register("_history", frame)
-    try:
-        con.execute("INSERT INTO audit_sets SELECT * FROM _history")
-    finally:
-        con.unregister("_history")
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    if len(rows) > VALUES_ROWS:
+        insert_frame(con, table, pd.DataFrame(rows), ignore)
+        return
+    marks = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
+    con.execute(f"{verb} INTO {table} VALUES {marks}", [value for row in rows for value in row])
 
 
-def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
-    if len(frame) <= ROW_BY_ROW:
-        # registering a frame costs ~1 ms whatever its size: few rows go one by one
-        marks = ", ".join("?" * len(frame.columns))
-        rows = [list(row) for row in frame.itertuples(index=False, name=None)]
-        con.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
+def insert_frame(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ignore: bool = False
+) -> None:
+    """Insert the rows of ``frame`` (a full row of ``table`` each) with one statement."""
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    if len(frame) <= VALUES_ROWS:
+        insert_rows(con, table, [list(row) for row in frame.itertuples(index=False, name=None)], ignore)
         return
     con.register("_frame", frame)
     try:
-        con.execute(f"INSERT OR IGNORE INTO {table} SELECT * FROM _frame")
+        con.execute(f"{verb} INTO {table} SELECT * FROM _frame")
     finally:
         con.unregister("_frame")

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlglot import exp
+from sqlglot import TokenType, exp
+from sqlglot.errors import TokenError
 
 from guard.core import Guard
 from guard.errors import AccessDenied, QueryRejected
+from guard.query.front import MAX_CACHED_LENGTH
 from guard.query.parameters import Parameter
 from guard.query.parse import parse_within_limits
 from guard.server.pgwire import sqlstate
@@ -27,11 +31,11 @@ from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
 from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
 from guard.server.pgwire.describe import ResultColumn, guard_columns, value_columns
 from guard.server.pgwire.sqlstate import SqlError
-from guard.server.pgwire.statements import quote_keyword_labels
+from guard.server.pgwire.statements import postgres_tokens, quote_keyword_labels
 from guard.server.pgwire.translate import SessionFacts, to_duckdb
 from guard.server.pgwire.types import by_name
 
-__all__ = ["Answer", "Answerer", "CatalogPlan", "GuardPlan", "Plan", "Ticket", "route"]
+__all__ = ["Answer", "Answerer", "CatalogPlan", "GuardPlan", "Plan", "Router", "Ticket", "route"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -54,6 +58,11 @@ Plan = GuardPlan | CatalogPlan
 def route(sql: str) -> Plan:
     """Who answers the query ``sql``. Text that does not parse as PostgreSQL goes to the
     guard, which explains what is wrong with it in its own words."""
+    return _route(sql)[0]
+
+
+def _route(sql: str) -> tuple[Plan, bool]:
+    """:func:`route`, and whether its own parse decided it (not a relabelled text)."""
     try:
         trees = parse_within_limits(sql, "postgres")
     except QueryRejected:
@@ -63,10 +72,48 @@ def route(sql: str) -> Plan:
         except QueryRejected:
             trees = []
         if not (len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0])):
-            return GuardPlan(sql)  # the guard says what is wrong with the text as sent
+            return GuardPlan(sql), False  # the guard says what is wrong with the text as sent
+        return CatalogPlan(trees[0]), False
     if len(trees) == 1 and isinstance(trees[0], exp.Query) and references_catalog(trees[0]):
-        return CatalogPlan(trees[0])
-    return GuardPlan(sql)
+        return CatalogPlan(trees[0]), True
+    return GuardPlan(sql), True
+
+
+class Router:
+    """:func:`route` with memory of the queries it sent to the guard, by their PostgreSQL
+    tokens (the parser reads tokens only: comments and layout aside, the same query
+    routes the same way). Clients send the same queries again and again, each tagged
+    differently by some tools; parsing each anew costs as much as answering from
+    memory. Catalog queries are parsed anew (their tree is handed on). Thread-safe."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._guarded: OrderedDict[tuple[tuple[TokenType, str], ...], None] = OrderedDict()
+
+    def route(self, sql: str) -> Plan:
+        key = _tokens(sql)
+        with self._lock:
+            if key is not None and key in self._guarded:
+                self._guarded.move_to_end(key)
+                return GuardPlan(sql)
+        plan, own = _route(sql)
+        if key is not None and own and isinstance(plan, GuardPlan):
+            with self._lock:
+                self._guarded[key] = None
+                while len(self._guarded) > self._size:
+                    self._guarded.popitem(last=False)
+        return plan
+
+
+def _tokens(sql: str) -> tuple[tuple[TokenType, str], ...] | None:
+    """The PostgreSQL tokens of ``sql`` (None: too long to keep, or not tokenizable)."""
+    if len(sql) > MAX_CACHED_LENGTH:
+        return None
+    try:
+        return tuple((token.token_type, token.text) for token in postgres_tokens(sql))
+    except (TokenError, ValueError):
+        return None
 
 
 @dataclass
@@ -111,6 +158,7 @@ class Answerer:
     def __init__(self, guard: Guard, workers: int) -> None:
         self.guard = guard
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgwire")
+        self.router = Router()
         self.catalogs = Catalogs(self._tables_of)
 
     def _tables_of(self, analyst: str) -> Sequence[VisibleTable]:

@@ -31,7 +31,6 @@ from guard.errors import AccessDenied, QueryRejected
 from guard.policy.model import NoiseMode
 from guard.post.plan import OuterPlan, plan_outer
 from guard.post.run import describe_outer
-from guard.query.front import read_query
 from guard.query.parameters import MAX_PARAMETERS, Parameter
 from guard.query.parse import parse_within_limits
 from guard.query.shape import AggFunc, OutputKind, QueryShape
@@ -65,7 +64,7 @@ def guard_columns(
         raise AccessDenied(f"unknown analyst {analyst!r}")
     types_of = guard.column_types
     try:
-        front = read_query(sql, policy, who, types_of, parameters)
+        front = guard.front.read(sql, who, parameters)
     except QueryRejected:
         plan = plan_outer(sql, policy, who, types_of, parameters)
         if plan is None:

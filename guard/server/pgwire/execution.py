@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guard.server.pgwire import messages, sqlstate
-from guard.server.pgwire.answers import Answerer, CatalogPlan, GuardPlan, Plan, Ticket, route
+from guard.server.pgwire.answers import Answerer, CatalogPlan, GuardPlan, Plan, Ticket
 from guard.server.pgwire.describe import ResultColumn
 from guard.server.pgwire.settings import SessionSettings
 from guard.server.pgwire.sqlstate import SqlError
@@ -80,7 +80,7 @@ class StatementRunner:
         if statement.kind in (Kind.QUERY, Kind.OTHER):
             if statement.kind is Kind.OTHER:
                 return Prepared(statement, GuardPlan(text))
-            plan = await self.answerer.call(ticket, lambda: route(text))
+            plan = await self.answerer.call(ticket, lambda: self.answerer.router.route(text))
             return Prepared(statement, plan)
         return Prepared(statement)
 

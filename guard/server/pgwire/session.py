@@ -51,6 +51,8 @@ __all__ = ["Session", "SessionServices"]
 log = logging.getLogger(__name__)
 
 _INTERNAL = "internal error in the guard's PostgreSQL endpoint (see the server log)"
+#: bytes of queued messages that are sent without waiting for the next flush
+_SEND_AT = 65_536
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class Session:
         self.process_id = 0
         self._ticket: Ticket | None = None
         self._skipping = False
+        #: messages not yet sent, and their bytes (``_send``)
+        self._out: list[bytes] = []
+        self._queued = 0
         peer = writer.get_extra_info("peername")
         #: the client's address (no port), as throttling and the loopback check see it
         self.address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
@@ -109,13 +114,13 @@ class Session:
             runner = StatementRunner(
                 self.services.answerer, login.analyst, login.settings, self.process_id, self.peer
             )
-            extended = ExtendedProtocol(runner, self.writer.write, self._current_ticket)
+            extended = ExtendedProtocol(runner, self._send, self._current_ticket)
             runner.on_deallocate = extended.deallocate
             for name, value in login.settings.reported():
-                self.writer.write(messages.parameter_status(name, value))
-            self.writer.write(messages.backend_key_data(self.process_id, secret))
-            self.writer.write(messages.ready_for_query(IDLE))
-            await self.writer.drain()
+                self._send(messages.parameter_status(name, value))
+            self._send(messages.backend_key_data(self.process_id, secret))
+            self._send(messages.ready_for_query(IDLE))
+            await self._flush()
             log.info("analyst %s connected from %s (tls: %s)", login.analyst, self.peer, login.encrypted)
             await self._serve(runner, extended)
         except SqlError as error:
@@ -137,9 +142,9 @@ class Session:
 
     async def _fatal(self, code: str, message: str) -> None:
         with contextlib.suppress(Exception):
-            self.writer.write(messages.error_response(code, message, fatal=True))
+            self._send(messages.error_response(code, message, fatal=True))
             # a client that does not read must not hold up the server
-            await asyncio.wait_for(self.writer.drain(), timeout=1.0)
+            await asyncio.wait_for(self._flush(), timeout=1.0)
 
     def _current_ticket(self) -> Ticket:
         if self._ticket is None:
@@ -202,7 +207,7 @@ class Session:
                 extended.end_of_transaction()
             await self._ready(runner)
         elif isinstance(message, Flush):
-            await self.writer.drain()
+            await self._flush()
         else:
             try:
                 await self._extended_step(message, extended)
@@ -238,13 +243,33 @@ class Session:
 
     async def _ready(self, runner: StatementRunner) -> None:
         self._ticket = None  # a cancel from now on finds nothing running
-        self.writer.write(messages.ready_for_query(runner.status))
+        self._send(messages.ready_for_query(runner.status))
+        await self._flush()
+
+    def _send(self, message: bytes) -> None:
+        """Queue ``message`` for the next flush (ReadyForQuery, Flush, a fatal error), as
+        PostgreSQL buffers its output: one send per answer, not one per message (each
+        costs a system call here and a wake-up in the client). A large answer goes out
+        as it grows."""
+        self._out.append(message)
+        self._queued += len(message)
+        if self._queued >= _SEND_AT:
+            self._write_out()
+
+    def _write_out(self) -> None:
+        if self._out:
+            self.writer.write(b"".join(self._out))
+            self._out.clear()
+            self._queued = 0
+
+    async def _flush(self) -> None:
+        self._write_out()
         await self.writer.drain()
 
     async def _simple_query(self, text: str, runner: StatementRunner) -> None:
         pieces = split(text)
         if not pieces:
-            self.writer.write(messages.EMPTY_QUERY_RESPONSE)
+            self._send(messages.EMPTY_QUERY_RESPONSE)
             return
         ticket = self._current_ticket()
         for piece in pieces:
@@ -252,16 +277,16 @@ class Session:
                 prepared = await runner.prepare(piece, ticket)
                 outcome = await runner.run(prepared, None, ticket)
                 for notice in outcome.messages:
-                    self.writer.write(notice)
+                    self._send(notice)
                 if outcome.empty:
-                    self.writer.write(messages.EMPTY_QUERY_RESPONSE)
+                    self._send(messages.EMPTY_QUERY_RESPONSE)
                     continue
                 if outcome.columns is not None:
                     formats = column_formats((), len(outcome.columns))
-                    self.writer.write(row_description(outcome.columns, formats))
+                    self._send(row_description(outcome.columns, formats))
                     for row in data_rows(outcome.columns, outcome.rows, formats):
-                        self.writer.write(row)
-                self.writer.write(messages.command_complete(outcome.tag))
+                        self._send(row)
+                self._send(messages.command_complete(outcome.tag))
             except Exception as error:
                 self._send_error(error, runner)
                 return
@@ -276,11 +301,11 @@ class Session:
     def _send_error(self, error: Exception, runner: StatementRunner) -> None:
         runner.failed()
         if isinstance(error, SqlError):
-            self.writer.write(messages.error_response(error.sqlstate, error.message, hint=error.hint))
+            self._send(messages.error_response(error.sqlstate, error.message, hint=error.hint))
         elif isinstance(error, GuardError):
-            self.writer.write(messages.error_response(codes_for(error).sqlstate, error.message))
+            self._send(messages.error_response(codes_for(error).sqlstate, error.message))
         else:
             log.error(
                 "unexpected error answering %s (session %d)", self.peer, self.process_id, exc_info=error
             )
-            self.writer.write(messages.error_response(sqlstate.INTERNAL_ERROR, _INTERNAL))
+            self._send(messages.error_response(sqlstate.INTERNAL_ERROR, _INTERNAL))

@@ -10,19 +10,21 @@ refuses it with its own message.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from sqlglot import TokenType
+from sqlglot import Token, TokenType
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import TokenError
 
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.sqlstate import SqlError
 
-__all__ = ["Kind", "Statement", "classify", "quote_keyword_labels", "split"]
+__all__ = ["Kind", "Statement", "classify", "postgres_tokens", "quote_keyword_labels", "split"]
 
 
 class Kind(Enum):
@@ -60,6 +62,8 @@ _LEXEME = re.compile(
     r"""\s*(?:'(?P<string>(?:[^']|'')*)'|"(?P<quoted>(?:[^"]|"")*)"|(?P<word>[A-Za-z_][\w$.]*)"""
     r"""|(?P<number>[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)|(?P<symbol>[=,()-]))"""
 )
+#: texts up to this length have their tokens remembered (``postgres_tokens``)
+_REMEMBERED_LENGTH = 4096
 _COMMENT = re.compile(r"\s*(?:--[^\n]*(?:\n|$)|/\*.*?\*/)", re.S)
 
 
@@ -70,7 +74,7 @@ def split(text: str) -> list[str]:
     answers it reports the error.
     """
     try:
-        tokens = Postgres().tokenize(text)
+        tokens = postgres_tokens(text)
     except TokenError:
         return [text]
     pieces, start = [], 0
@@ -80,6 +84,23 @@ def split(text: str) -> list[str]:
             start = token.end + 1
     pieces.append(text[start:])
     return [p for p in pieces if not _is_blank(p)]
+
+
+def postgres_tokens(text: str) -> Sequence[Token]:
+    """The PostgreSQL tokens of ``text``, remembered for the last short texts: a
+    statement is split here and routed next (``answers.Router``) from the same tokens.
+
+    Raises:
+        TokenError: the text does not tokenize (an unterminated quote).
+    """
+    if len(text) > _REMEMBERED_LENGTH:
+        return Postgres().tokenize(text)
+    return _remembered_tokens(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _remembered_tokens(text: str) -> tuple[Token, ...]:
+    return tuple(Postgres().tokenize(text))
 
 
 def quote_keyword_labels(text: str) -> str | None:

@@ -1,0 +1,53 @@
+"""The finest-cell query sets of a selection are computed once per table version, shared
+read-only, and keyed by typed constants."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from guard import Guard
+from guard.history.finest import FinestCells
+from guard.query.front import read_query
+
+SPACES = [("count", None, frozenset({0}))]
+
+
+@pytest.fixture
+def finest(students: Guard) -> FinestCells:
+    table = students.policy.table("students")
+    assert table is not None
+    return FinestCells(students.backend, table, students.backend.table_info("students"))
+
+
+def _shape(guard: Guard, sql: str, parameters: list[object] | None = None):  # type: ignore[no-untyped-def]
+    return read_query(sql, guard.policy, guard.policy.analyst("alice"), guard.column_types, parameters).shape
+
+
+def test_the_sets_of_one_selection_are_shared_and_read_only(students: Guard, finest: FinestCells) -> None:
+    shape = _shape(students, "SELECT major, COUNT(*) FROM students GROUP BY major")
+    sets = finest.query_sets(shape, SPACES)
+    assert (
+        finest.query_sets(_shape(students, "SELECT major, COUNT(*) FROM students GROUP BY 1"), SPACES) is sets
+    )
+    ids = next(iter(sets[0].cells.values()))
+    with pytest.raises(ValueError, match="read-only"):
+        ids[0] = 0
+    with pytest.raises(TypeError):
+        sets[0].cells[("x",), ("y",)] = ids  # type: ignore[index]
+
+
+def test_other_selections_and_typed_constants_get_their_own_sets(
+    students: Guard, finest: FinestCells
+) -> None:
+    whole_shape = _shape(students, "SELECT COUNT(*) FROM students WHERE class = 1980")
+    (predicate,) = whole_shape.predicates  # analysis makes constants ints; a float one by hand
+    fraction_shape = dataclasses.replace(
+        whole_shape, predicates=(dataclasses.replace(predicate, values=(1980.0,)),)
+    )
+    whole = finest.query_sets(whole_shape, SPACES)
+    assert finest.query_sets(fraction_shape, SPACES) is not whole
+    other = finest.query_sets(_shape(students, "SELECT COUNT(*) FROM students WHERE class = 1978"), SPACES)
+    assert not np.array_equal(next(iter(other[0].cells.values())), next(iter(whole[0].cells.values())))
