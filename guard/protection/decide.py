@@ -49,7 +49,7 @@ from guard.suppression import (
     failures,
     suppress,
 )
-from guard.suppression.standing import prove_standing
+from guard.suppression.standing import Standing, prove_standing
 
 __all__ = [
     "REFUSED_LINKED",
@@ -64,6 +64,11 @@ __all__ = [
 #: largest attacker view (cells) solved with the common refinement of the released
 #: patterns; above it only their common margins are added
 MAX_REFINEMENT_CELLS = 20_000
+
+#: largest attacker view (cells) whose requirements are first proven at the least
+#: pattern (guard.suppression.standing); an LP over a larger one takes too long for
+#: the many a view needs
+MAX_STANDING_CELLS = 6_000
 
 #: sensitive cells not proven at the least pattern (guard.suppression.standing) up to
 #: which an answer linked to earlier releases is always solved online; above, an answer
@@ -217,21 +222,23 @@ def _protect_space(
     table = _table(space, component, relations, linking)
     # the sole contributor of a magnitude cell knows its value: protect against them too
     singletons = () if is_frequency(space) else [k for k, c in component.items() if c.units == 1]
-    prior = tuple(linking.proofs.get(space, ()))
     open_requirements = requirements
+    standing: Standing | None = None
     apart = {k: v for k, v in requirements.items() if k not in current}
-    if apart:
+    if apart and len(table) <= MAX_STANDING_CELLS:
         # the sensitive cells the answer does not hold (never released, or withheld
         # before): most stay wide whatever it publishes. Those proven at the least
         # pattern (every cell that is withheld anyway) are protected by every pattern,
         # and the pattern is chosen for the others only (guard.suppression.standing)
         few = bool(earlier) and len(fresh) <= MAX_FRESH_WITHHELD
         standing = prove_standing(
-            table, apart, forced | set(requirements), singletons, max_open=MAX_OPEN_LINKED if few else None
+            table,
+            apart,
+            forced | set(requirements),
+            singletons,
+            max_open=MAX_OPEN_LINKED if few else None,
         )
         open_requirements = {k: v for k, v in requirements.items() if k not in standing.proven}
-        if open_requirements:
-            prior += standing.proofs(table)
     open_apart = [k for k in open_requirements if k not in current]
     large = len(open_requirements) > MAX_LINKED_REQUIREMENTS or len(open_apart) > MAX_OPEN_LINKED
     if earlier and large and len(fresh) <= MAX_FRESH_WITHHELD:
@@ -254,6 +261,9 @@ def _protect_space(
         time_limit=settings.time_limit,
     )
     seed = linking.seed(space, sorted(current, key=repr))
+    prior = tuple(linking.proofs.get(space, ()))
+    if standing is not None and open_requirements:
+        prior += standing.proofs(table)
     try:
         result = suppress(
             table,
