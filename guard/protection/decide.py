@@ -68,7 +68,7 @@ MAX_REFINEMENT_CELLS = 20_000
 #: largest attacker view (cells) whose requirements are first proven at the least
 #: pattern (guard.suppression.standing); an LP over a larger one takes too long for
 #: the many a view needs
-MAX_STANDING_CELLS = 6_000
+MAX_STANDING_CELLS = 4_000
 
 #: sensitive cells not proven at the least pattern (guard.suppression.standing) up to
 #: which an answer linked to earlier releases is always solved online; above, an answer
