@@ -49,6 +49,7 @@ from guard.suppression import (
     failures,
     suppress,
 )
+from guard.suppression.standing import Standing, prove_standing
 
 __all__ = [
     "REFUSED_LINKED",
@@ -64,9 +65,18 @@ __all__ = [
 #: patterns; above it only their common margins are added
 MAX_REFINEMENT_CELLS = 20_000
 
-#: sensitive cells up to which an answer linked to earlier releases is always solved
-#: online; above, an answer of few new cells withholds them (see _protect_space)
+#: largest attacker view (cells) whose requirements are first proven at the least
+#: pattern (guard.suppression.standing); an LP over a larger one takes too long for
+#: the many a view needs
+MAX_STANDING_CELLS = 4_000
+
+#: sensitive cells not proven at the least pattern (guard.suppression.standing) up to
+#: which an answer linked to earlier releases is always solved online; above, an answer
+#: of few new cells withholds them (see _protect_space)
 MAX_LINKED_REQUIREMENTS = 300
+#: of those, cells the answer does not hold (each costs the insider audit LPs over the
+#: whole view, about a second each on 1,000 cells)
+MAX_OPEN_LINKED = 10
 #: new cells up to which such an answer withholds them rather than solving
 MAX_FRESH_WITHHELD = 50
 
@@ -209,18 +219,40 @@ def _protect_space(
         raise QueryRefused(REFUSED_LINKED)
     earlier = frozenset(k for k in component if k in history)
     fresh = frozenset(k for k in current if history.get(k) != ReleaseStatus.PUBLISHED)
-    if earlier and len(requirements) > MAX_LINKED_REQUIREMENTS and len(fresh) <= MAX_FRESH_WITHHELD:
-        # a few new cells over a problem spanning many earlier sensitive cells (e.g. a
-        # grand total after an 8 000-cell table) would need one LP per sensitive cell over
-        # everything: minutes. Publishing nothing new keeps every earlier, verified
-        # release as it was, at the cost of these few cells; a new cell whose value the
-        # published cells already fix (a total of published parts) is new to no one.
+    table = _table(space, component, relations, linking)
+    # the sole contributor of a magnitude cell knows its value: protect against them too
+    singletons = () if is_frequency(space) else [k for k, c in component.items() if c.units == 1]
+    open_requirements = requirements
+    standing: Standing | None = None
+    apart = {k: v for k, v in requirements.items() if k not in current}
+    if apart and len(table) <= MAX_STANDING_CELLS:
+        # the sensitive cells the answer does not hold (never released, or withheld
+        # before): most stay wide whatever it publishes. Those proven at the least
+        # pattern (every cell that is withheld anyway) are protected by every pattern,
+        # and the pattern is chosen for the others only (guard.suppression.standing)
+        few = bool(earlier) and len(fresh) <= MAX_FRESH_WITHHELD
+        standing = prove_standing(
+            table,
+            apart,
+            forced | set(requirements),
+            singletons,
+            max_open=MAX_OPEN_LINKED if few else None,
+        )
+        open_requirements = {k: v for k, v in requirements.items() if k not in standing.proven}
+    open_apart = [k for k in open_requirements if k not in current]
+    large = len(open_requirements) > MAX_LINKED_REQUIREMENTS or len(open_apart) > MAX_OPEN_LINKED
+    if earlier and large and len(fresh) <= MAX_FRESH_WITHHELD:
+        # a few new cells over a problem with many sensitive cells not proven at the
+        # least pattern (e.g. a grand total after an 8 000-cell table) would need LPs
+        # per sensitive cell and insider over everything: minutes. Publishing nothing
+        # new keeps every earlier, verified release as it was, at the cost of these few
+        # cells; a new cell whose value the published cells already fix (a total of
+        # published parts) is new to no one.
         implied = _implied(relations, kept, {k for k in fresh if k not in history and k not in sensitive_now})
         withheld = fresh - implied
         method = "withheld" if withheld else "implied"
         # no table in the report: the pattern was not solved, so there are no intervals to explain
         return SpaceReport(space, None, withheld, requirements, frozenset(current), method, True, earlier)
-    table = _table(space, component, relations, linking)
     settings = protection.suppression
     options = SuppressionOptions(
         weight=Weight(settings.weight),
@@ -229,25 +261,26 @@ def _protect_space(
         time_limit=settings.time_limit,
     )
     seed = linking.seed(space, sorted(current, key=repr))
+    prior = tuple(linking.proofs.get(space, ()))
+    if standing is not None and open_requirements:
+        prior += standing.proofs(table)
     try:
-        # the sole contributor of a magnitude cell knows its value: protect against them too
-        singletons = () if is_frequency(space) else [k for k, c in component.items() if c.units == 1]
         result = suppress(
             table,
-            requirements,
+            open_requirements,
             options=options,
             seed=seed,
             forced=forced,
             kept=kept,
             singletons=singletons,
-            prior=linking.proofs.get(space, ()),
+            prior=prior,
         )
     except ProtectionInfeasible:
         raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
     # every sensitive cell's interval is already proven by a certificate (a feasible point
     # of the audit LP at each end) or LP-audited inside suppress(); small tables are
     # audited once more, independently, by LP
-    if len(table) <= settings.audit_limit and failures(table, result.suppressed, requirements):
+    if len(table) <= settings.audit_limit and failures(table, result.suppressed, open_requirements):
         raise QueryRefused(
             "refused by the LP audit of cell suppression: a sensitive cell would keep too narrow an "
             "interval; ask for fewer cells (fewer totals or grouping levels)"

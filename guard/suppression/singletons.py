@@ -39,7 +39,7 @@ from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible
 from guard.suppression.table import TOTAL, Key, Table
 
-__all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
+__all__ = ["EXACT_INSIDER_LIMIT", "insider_levels", "protect_singletons", "relation_violations", "same_unit"]
 
 #: tables up to this many cells get the insider audit of every sensitive cell an
 #: insider's knowledge can reach; larger ones only of the cells sharing a relation with
@@ -58,7 +58,7 @@ def relation_violations(
     knows it, and every singleton nested with it) sees exactly one other withheld cell:
     that cell is recoverable by them. Only cells in ``guarded`` count (None: all); a
     cell nobody asked for and no rule protects may be recovered."""
-    group = _same_unit(table, singletons)
+    group = same_unit(table, singletons)
     found = []
     for r, relation in enumerate(table.relations):
         withheld = {c for c in (table.index(k) for k in (relation.total, *relation.members)) if c in hidden}
@@ -94,7 +94,7 @@ def protect_singletons(
         ProtectionInfeasible: a relation has no cell left to withhold (all published
             cells are ``kept``), or the insider audit still fails after ``rounds``.
     """
-    group = _same_unit(table, singletons)
+    group = same_unit(table, singletons)
     current = set(hidden)
     # the pattern only grows from here: what proves it now proves it throughout
     local = None if certificates is None else certificates.inside(current, watch=singletons)
@@ -160,7 +160,7 @@ def _insider_audit(
         _prove_for_every_insider(table, current, group, levels, set().union(*reach.values()), certificates)
     audited = 0
     for known in insiders:
-        near = {p: _insider_levels(table, p, lv, known) for p, lv in levels.items() if p in reach[known]}
+        near = {p: insider_levels(table, p, lv, known) for p, lv in levels.items() if p in reach[known]}
         if certificates is not None:
             # a deviation that leaves the insider's cells where they are is one she
             # cannot rule out either
@@ -230,7 +230,7 @@ def _mask(n: int, cells: Set[int]) -> np.ndarray:
     return mask
 
 
-def _insider_levels(
+def insider_levels(
     table: Table, p: int, levels: tuple[float, float], known: frozenset[int]
 ) -> tuple[float, float]:
     """The levels cell ``p`` must keep against the insider who knows ``known``. A cell
@@ -266,7 +266,7 @@ def _reach(neighbours: dict[int, set[int]], start: frozenset[int], hidden: set[i
     return seen
 
 
-def _same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
+def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
     """Each singleton's class of singletons that surely share its one contributor: a
     total and a member that are both singletons (the member's rows lie in the total,
     which has one contributor). Disjoint singletons are taken to be different people,

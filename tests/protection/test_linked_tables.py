@@ -115,13 +115,21 @@ def test_baker_differencing_is_refused(students: Guard) -> None:
     assert len(refused) == 2 and all("50000" not in r["reason"] for r in refused)
 
 
+def _past_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every linked problem too large to solve online: no requirement proven at the
+    least pattern (as when its proofs run out of budget), and no room for one."""
+    from guard.protection import decide
+    from guard.suppression.standing import Standing
+
+    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)
+    monkeypatch.setattr(decide, "prove_standing", lambda *_, **__: Standing(frozenset()))
+
+
 def test_few_new_cells_over_a_large_linked_problem_are_withheld(
     castro: Guard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the online size limit, an answer of few new cells publishes nothing new."""
-    from guard.protection import decide
-
-    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)
+    _past_the_size_limit(monkeypatch)
     castro.query(DETAIL, "alice")
     with pytest.raises(QueryRefused, match="secondary cell suppression"):
         castro.query(TOTAL_SQL, "alice")
@@ -138,9 +146,7 @@ def test_a_new_cell_the_published_cells_fix_is_released_past_the_size_limit(
     fix (the grand total after every town's total) tells no one anything: it is
     released, where every other new cell stays withheld (the professions, which the
     towns do not fix)."""
-    from guard.protection import decide
-
-    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)
+    _past_the_size_limit(monkeypatch)
     towns = castro.query(BY_TOWN, "alice")
     assert all(row[1] is not None for row in towns.rows)
     jobs = castro.query(BY_JOB, "alice")
