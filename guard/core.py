@@ -285,17 +285,17 @@ class Guard:
                     "with noise: nothing is suppressed; the answer's notes give each column's noise scale"
                 )
             shape, grid = self._cells(front.shape, info)
+            protection = self.policy.protection
             with self._release_lock:
                 linking = self.linker.linking(who, front.table, front.shape, info)
-                result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)
+                result, decision = protect_with_decision(shape, grid, protection, linking, explain=True)
                 self.recorder.explained(request.facts(bound=False), result)
         except GuardError as error:
             self.recorder.failed(request.facts(bound=False), error)
             raise
         except Exception as error:
             raise self._internal(request, error) from error
-        limit = self.policy.protection.suppression.audit_limit
-        return explain_decision(result, decision, linking, limit, front.shape)
+        return explain_decision(result, decision, linking, protection.suppression.audit_limit, front.shape)
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""

@@ -31,9 +31,15 @@ def protect(
 
 
 def protect_with_decision(
-    shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking | None = None
+    shape: QueryShape,
+    grid: CellGrid,
+    protection: Protection,
+    linking: Linking | None = None,
+    *,
+    explain: bool = False,
 ) -> tuple[ProtectedResult, Decision]:
-    """Withhold what the controls say, order and limit the rows, and explain.
+    """Withhold what the controls say, order and limit the rows, and explain
+    (``explain``: see :func:`~guard.protection.decide.decide`).
 
     ``shape`` may carry more aggregates than its outputs name (hidden sums of averages).
 
@@ -41,7 +47,7 @@ def protect_with_decision(
         QueryRefused: the query has a single cell row and every aggregate it outputs is
             withheld, or no suppression pattern protects the sensitive cells.
     """
-    decision = decide(shape, grid, protection, linking or standalone(shape))
+    decision = decide(shape, grid, protection, linking or standalone(shape), explain=explain)
     withheld = decision.withheld
     shown = sorted({o.index for o in shape.outputs if o.kind is OutputKind.AGGREGATE})
     if not shape.group_by and grid.cells and shown and all((0, a) in withheld for a in shown):

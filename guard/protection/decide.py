@@ -129,10 +129,16 @@ class Decision:
         return {r.space: r.proofs for r in self.reports if r.proofs}
 
 
-def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking) -> Decision:
+def decide(
+    shape: QueryShape, grid: CellGrid, protection: Protection, linking: Linking, *, explain: bool = False
+) -> Decision:
     """Withhold what the rules and the secondary suppression say, for every aggregate.
 
     ``shape`` must hold, for every sum space, a SUM aggregate (see :func:`value_aggregates`).
+    ``explain``: an answer whose cells were all released before is also solved as a
+    linked problem (its pattern fixed by the history), so that ``guard explain`` can show
+    the intervals the earlier releases leave its withheld cells; it is still decided as
+    a replay when that problem cannot be solved.
 
     Raises:
         QueryRefused: no pattern protects every sensitive cell given what was released
@@ -149,7 +155,7 @@ def decide(shape: QueryShape, grid: CellGrid, protection: Protection, linking: L
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
         verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
-        report = _protect_space(space, current, verdicts, history, linking, protection)
+        report = _protect_space(space, current, verdicts, history, linking, protection, explain)
         reports.append(report)
         status: dict[Key, ReleaseStatus] = {}
         for r, key in enumerate(keys):
@@ -193,14 +199,25 @@ def _protect_space(
     history: Mapping[Key, ReleaseStatus],
     linking: Linking,
     protection: Protection,
+    explain: bool = False,
+    replay: bool = True,
 ) -> SpaceReport:
     sensitive_now = frozenset(k for k, v in verdicts.items() if v.sensitive)
-    if current and all(k in history for k in current):
+    if replay and current and all(k in history for k in current):
         # every cell was released before (a repeated or re-phrased query): the earlier
         # decisions stand, and publishing nothing new cannot weaken them
         withheld = frozenset(k for k in current if history[k] == ReleaseStatus.WITHHELD)
         if sensitive_now <= withheld:
-            return SpaceReport(space, None, withheld, verdicts, frozenset(current), "replayed", True)
+            replayed = SpaceReport(space, None, withheld, verdicts, frozenset(current), "replayed", True)
+            if not explain:
+                return replayed
+            try:  # the same pattern, solved with every cell fixed: its intervals
+                report = _protect_space(space, current, verdicts, history, linking, protection, replay=False)
+            except QueryRefused:
+                return replayed
+            if report.suppressed != withheld:
+                return replayed
+            return replace(report, method=f"as released before ({report.method})")
     cells: Mapping[Key, Cell] = current
     if linking.fetch is not None:
         cells = _attacker_view(space, current, history, linking)

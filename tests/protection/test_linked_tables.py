@@ -13,6 +13,7 @@ from guard.suppression import TOTAL, Key, failures
 from tests.protection.conftest import castro_truth
 
 DETAIL = "SELECT municipality, profession, SUM(salary) FROM castro GROUP BY municipality, profession"
+CUBE_SQL = "SELECT municipality, profession, SUM(salary) FROM castro GROUP BY CUBE (municipality, profession)"
 BY_TOWN = "SELECT municipality, SUM(salary) FROM castro GROUP BY municipality"
 BY_JOB = "SELECT profession, SUM(salary) FROM castro GROUP BY profession"
 TOTAL_SQL = "SELECT SUM(salary) FROM castro"
@@ -153,3 +154,19 @@ def test_a_new_cell_the_published_cells_fix_is_released_past_the_size_limit(
     assert all(row[1] is None for row in jobs.rows)
     (total,) = castro.query(TOTAL_SQL, "alice").rows
     assert total[0] == sum(row[1] for row in towns.rows)  # what the towns already said
+
+
+@pytest.mark.parametrize("sql", [DETAIL, CUBE_SQL])
+def test_explain_of_a_repeated_answer_shows_the_intervals_the_history_leaves(castro: Guard, sql: str) -> None:
+    """A repeat is decided by the earlier release (a replay); explain still solves it
+    with every cell fixed, so each withheld cell has its feasibility interval, the same
+    ones the first explanation showed, and every sensitive cell meets its levels."""
+    first = castro.explain(sql, "alice")
+    castro.query(sql, "alice")
+    again = castro.explain(sql, "alice")
+    assert again.methods["sum(salary)"].startswith("as released before")
+    assert again.result.rows == castro.query(sql, "alice").rows
+    shown = {c.cell: (c.low, c.high) for c in again.cells}
+    assert shown and all(low == low and high == high for low, high in shown.values())  # no NaN
+    assert all(c.meets for c in again.cells if c.required is not None)
+    assert shown == {c.cell: (c.low, c.high) for c in first.cells}
