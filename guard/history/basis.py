@@ -9,10 +9,11 @@ the column a_c and the row (q_B, q_c):
     M'^-1 = [[M^-1 + u v^T / s, -u / s], [-v^T / s, 1 / s]],
     u = M^-1 a_c,  v^T = q_B M^-1,  s = q_c - q_B u  (the Schur complement, != 0).
 
-The inverse is kept sparse, by rows (``sparse.py``): M'^-1 is M^-1 padded with a zero row and column plus the rank-one product U V^T, U = (u, -1),
-V = (v / s, -1 / s), so a release changes the rows in supp(u) and the new row only, and memory follows the nonzeros of M^-1 (a few per released query in practice),
-not r^2. The values are those of the dense inverse, entry for entry: decisions do not
-change.
+The inverse is kept sparse, by rows (``sparse.py``): M'^-1 is M^-1 padded with a
+zero row and column plus the rank-one product U V^T, U = (u, -1), V = (v / s, -1 / s),
+so a release changes the rows in supp(u) and the new row only, and memory follows the
+nonzeros of M^-1, not r^2. The values are those of the dense inverse, entry for
+entry: decisions do not change.
 """
 
 from __future__ import annotations

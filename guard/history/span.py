@@ -11,9 +11,10 @@ B of r atoms whose r x r submatrix M = A[:, B] is invertible, M^-1, secret rando
 weights lambda (K copies; an atom's weight is the sum over its rows, so a cut atom's
 weight splits exactly), and y = M^-1 w with w_i the weight of query i's non-basis
 atoms. Basis atom b_j is derivable iff row j of M^-1 A[:, not B] is zero, i.e. (w.h.p.)
-iff y_j = 0 in every copy; non-basis atoms never are. Memory is O(r^2 + rows + atoms),
-never r x atoms. When an atom is cut, its column is duplicated into both parts: the
-outside part keeps the basis role and y_j grows by the inside part's weight.
+iff y_j = 0 in every copy; non-basis atoms never are. Memory is O(nonzeros of M^-1 +
+rows + atoms) (M^-1 is kept sparse, ``sparse.py``), never r x atoms. When an atom is
+cut, its column is duplicated into both parts: the outside part keeps the basis role
+and y_j grows by the inside part's weight.
 
 A new query that cuts an atom, or covers rows no released query covers, is independent.
 Otherwise it is dependent iff its weight minus that of its basis atoms minus q_B . y is
@@ -116,7 +117,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         return self._basis.rank
 
     def nbytes(self) -> int:
-        """Memory of the audit state, O(r^2 + rows + atoms), without the stored query sets."""
+        """Memory of the audit state, O(nonzeros of M^-1 + rows + atoms), without the stored
+        query sets."""
         arrays = (self._row_weight, self._atom_weight, self._basis_pos)
         return self._partition.nbytes() + self._basis.nbytes() + sum(a.nbytes for a in arrays)
 
