@@ -17,6 +17,7 @@ coefficient on the new query is zero.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -71,7 +72,22 @@ class Exposure:
         return np.append(self.basis.atoms, self.growth.new_atom).astype(np.int64)
 
     def rows_of(self, atom: int) -> RowIds:
-        return tentative_atom(self.partition, self.step.cut, atom)
+        """The rows of ``atom`` after the query (as ``tentative_atom``, with the cut's
+        parts looked up in a table: the group search asks for every small atom)."""
+        child, parent = self._parts
+        cut = self.step.cut
+        if atom in child:
+            return cut.inside(child[atom])
+        if atom in parent:
+            return np.setdiff1d(self.partition.rows(atom), cut.inside(parent[atom]), assume_unique=True)
+        return self.partition.rows(atom)
+
+    @cached_property
+    def _parts(self) -> tuple[dict[int, int], dict[int, int]]:
+        """The cut's inside parts and cut atoms, each to its index in the cut."""
+        cut = self.step.cut
+        child = {int(a): i for i, a in enumerate(cut.children.tolist())}
+        return child, {int(a): i for i, a in enumerate(cut.split.tolist())}
 
     def changed_atoms(self) -> set[int]:
         """Atoms whose rows the query changes (cut ones) or creates."""

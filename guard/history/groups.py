@@ -195,6 +195,7 @@ class GroupSearch:
                 [self._flag_size, np.zeros(grown - self._flag_size.size, np.int64)]
             )
         sizes = partition.sizes()
+        changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
             out = np.zeros(atoms.size, dtype=bool)
@@ -213,9 +214,10 @@ class GroupSearch:
                 out[i] = self._protectable(partition.rows(atom))
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
-            for i in np.flatnonzero(committed & (flags >= 0)).tolist():
-                if int(atoms[i]) in changed:  # a cut atom: its outside part is read afresh
-                    out[i] = self._protectable(rows_of(int(atoms[i])))
+            # a cut atom with a remembered flag: its outside part is read afresh
+            recheck = committed & (flags >= 0) & np.isin(atoms, changed_ids)
+            for i in np.flatnonzero(recheck).tolist():
+                out[i] = self._protectable(rows_of(int(atoms[i])))
             return out
 
         return small_of
