@@ -12,8 +12,9 @@ the column a_c and the row (q_B, q_c):
 The inverse is kept sparse, by rows (``sparse.py``): M'^-1 is M^-1 padded with a
 zero row and column plus the rank-one product U V^T, U = (u, -1), V = (v / s, -1 / s),
 so a release changes the rows in supp(u) and the new row only, and memory follows the
-nonzeros of M^-1, not r^2. The values are those of the dense inverse, entry for
-entry: decisions do not change.
+nonzeros of M^-1, not r^2. Where M^-1 fills in (over half its entries nonzero, from rank
+``DENSE_FROM_RANK``) it moves to a dense array, which is then smaller and faster. The
+values are those of the dense inverse, entry for entry: decisions do not change.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ import numpy as np
 import numpy.typing as npt
 
 from guard.history.modular import inverse_mod, mul_mod, sum_mod
-from guard.history.sparse import SparseLines
+from guard.history.sparse import DenseLines, SparseLines
 
 __all__ = ["Border", "InverseBasis"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
+
+#: the rank from which a filled-in M^-1 (over half its entries nonzero) is kept dense
+DENSE_FROM_RANK = 64
 
 #: ``Border.unit`` when u = 0, and when u is dense
 ZERO_COLUMN, DENSE_COLUMN = -2, -1
@@ -51,7 +55,8 @@ class InverseBasis:
         self.p = p
         self._rank = 0
         self._atoms = np.zeros(16, dtype=np.int64)  # the basis atom at each position
-        self._rows = SparseLines(p)  # row j of M^-1: the queries whose combination gives b_j
+        # row j of M^-1: the queries whose combination gives b_j (dense once filled in)
+        self._rows: SparseLines | DenseLines = SparseLines(p)
         self._y = np.zeros((16, copies), dtype=np.int64)
 
     @property
@@ -167,6 +172,9 @@ class InverseBasis:
         big_v = np.append(scaled_v[v_index], (-border.s_inverse) % p)
         self._rows.append()
         self._rows.add_outer(big_u_index, big_u, big_v_index, big_v)
+        rows = self._rows
+        if isinstance(rows, SparseLines) and r + 1 >= DENSE_FROM_RANK and 2 * rows.nnz > (r + 1) ** 2:
+            self._rows = DenseLines(p, rows)  # half full: dense is smaller, and faster
         self._y[: r + 1] = y
         self._atoms[r] = atom
         self._rank += 1

@@ -27,9 +27,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import mul_mod
+from guard.history.modular import add_outer_mod, mul_mod, sum_mod
 
-__all__ = ["SparseLines", "accumulate"]
+__all__ = ["DenseLines", "SparseLines", "accumulate"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
@@ -197,3 +197,63 @@ class SparseLines:
     def nbytes(self) -> int:
         """Entries (16 bytes each: index and residue) and the arrays' own overhead."""
         return 16 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+
+
+class DenseLines:
+    """The same lines as :class:`SparseLines`, in one dense square array (capacity
+    doubling). Once M^-1 has filled in past half its entries the dense array is smaller
+    (8 bytes an entry against 16) and its blocked rank-one update faster, so the basis
+    switches to it (``basis.InverseBasis``); the values are the same."""
+
+    def __init__(self, p: int, lines: SparseLines) -> None:
+        self.p = p
+        self._count = len(lines)
+        capacity = max(16, 2 * self._count)
+        self._matrix = np.zeros((capacity, capacity), dtype=np.int64)
+        owner, index, value = lines.triplets(np.arange(self._count, dtype=np.int64))
+        self._matrix[owner, index] = value
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def nnz(self) -> int:
+        return int(np.count_nonzero(self._matrix[: self._count, : self._count]))
+
+    def append(self) -> None:
+        """A new last line, and column (empty)."""
+        if self._count == self._matrix.shape[0]:
+            capacity = 2 * self._count
+            grown = np.zeros((capacity, capacity), dtype=np.int64)
+            grown[: self._count, : self._count] = self._matrix
+            self._matrix = grown
+        self._count += 1
+
+    def line(self, i: int) -> tuple[Ids, Residues]:
+        index = np.flatnonzero(self._matrix[i, : self._count]).astype(np.int64)
+        return index, self._matrix[i, index]
+
+    def dense(self, i: int, size: int) -> Residues:
+        return self._matrix[i, :size].copy()
+
+    def add_outer(self, lines: Ids, factors: Residues, index: Ids, value: Residues) -> None:
+        if not lines.size or not index.size:
+            return
+        entries = np.ix_(lines, index)
+        part = self._matrix[entries]
+        add_outer_mod(part, np.asarray(factors, dtype=np.int64), np.asarray(value, dtype=np.int64), self.p)
+        self._matrix[entries] = part
+
+    def gather(self, lines: Ids, size: int) -> Residues:
+        return sum_mod(self._matrix[lines, :size], self.p)
+
+    def product(self, columns: Ids, size: int) -> Residues:
+        return sum_mod(self._matrix[: self._count, :size][:, columns], self.p, axis=1)
+
+    def triplets(self, lines: Ids) -> tuple[Ids, Ids, Residues]:
+        block = self._matrix[lines, : self._count]
+        owner, index = np.nonzero(block)
+        return owner.astype(np.int64), index.astype(np.int64), block[owner, index]
+
+    def nbytes(self) -> int:
+        return int(self._matrix.nbytes)

@@ -15,8 +15,8 @@ import random
 import numpy as np
 import pytest
 
-from guard.history import SpanAuditor
-from guard.history.sparse import SparseLines, accumulate
+from guard.history import SpanAuditor, basis
+from guard.history.sparse import DenseLines, SparseLines, accumulate
 
 from .oracle import RationalSpan
 
@@ -126,6 +126,21 @@ SEEDS = range(40)
 
 def test_sparse_state_agrees_with_exact_oracles() -> None:
     assert sum(_mismatches(seed) for seed in SEEDS) == 0
+
+
+def test_filled_in_inverse_kept_dense_agrees_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From rank 1, every inverse half full moves to ``DenseLines``: the same checks hold."""
+    monkeypatch.setattr(basis, "DENSE_FROM_RANK", 1)
+    moved = []
+    honest = DenseLines.__init__
+
+    def counted(self, p, lines):  # type: ignore[no-untyped-def]
+        moved.append(len(lines))
+        honest(self, p, lines)
+
+    monkeypatch.setattr(DenseLines, "__init__", counted)
+    assert sum(_mismatches(seed) for seed in SEEDS) == 0
+    assert len(moved) > len(SEEDS) // 2  # the dense path was exercised
 
 
 def test_a_wrong_elimination_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
