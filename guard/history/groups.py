@@ -50,8 +50,7 @@ __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 
 #: small basis positions whose exact rows one decision may read
 MAX_SMALL_POSITIONS = 400
-#: nonzeros of the exact rows one decision may compute, and entries of the dense block
-#: (kept rows x large atoms they touch) it may eliminate
+#: nonzeros of a decision's exact rows, and entries of the dense block it eliminates
 MAX_ROW_ENTRIES = 8_000_000
 #: bitmap intersections one decision may spend reading those rows
 MAX_ROW_WORK = 400_000
@@ -134,9 +133,8 @@ class GroupSearch:
         if not (novelty[keep]).any():
             return _CLEAR
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
-        # columns zero on every kept row change no elimination step: leave them out
         on_large = csr_matrix(rows[:, large])
-        on_large = on_large[:, np.unique(on_large.indices)]
+        on_large = on_large[:, np.unique(on_large.indices)]  # zero columns change no elimination
         if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense
         null = left_null_space(on_large.toarray(), p)
