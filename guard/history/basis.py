@@ -9,8 +9,12 @@ the column a_c and the row (q_B, q_c):
     M'^-1 = [[M^-1 + u v^T / s, -u / s], [-v^T / s, 1 / s]],
     u = M^-1 a_c,  v^T = q_B M^-1,  s = q_c - q_B u  (the Schur complement, != 0).
 
-When u = 0 or u = e_j (the common cases) only O(r) entries change; otherwise the
-rank-one update costs O(r^2). Memory is O(r^2) whatever the number of atoms.
+The inverse is kept sparse, by rows (``sparse.py``): M'^-1 is M^-1 padded with a
+zero row and column plus the rank-one product U V^T, U = (u, -1), V = (v / s, -1 / s),
+so a release changes the rows in supp(u) and the new row only, and memory follows the
+nonzeros of M^-1, not r^2. Where M^-1 fills in (over half its entries nonzero, from rank
+``DENSE_FROM_RANK``) it moves to a dense array, which is then smaller and faster. The
+values are those of the dense inverse, entry for entry: decisions do not change.
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from guard.history.modular import add_outer_mod, inverse_mod, mul_mod, sum_mod
+from guard.history.modular import inverse_mod, mul_mod, sum_mod
+from guard.history.sparse import DenseLines, SparseLines
 
 __all__ = ["Border", "InverseBasis"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
+
+#: the rank from which a filled-in M^-1 (over half its entries nonzero) is kept dense
+DENSE_FROM_RANK = 64
 
 #: ``Border.unit`` when u = 0, and when u is dense
 ZERO_COLUMN, DENSE_COLUMN = -2, -1
@@ -41,13 +49,14 @@ class Border:
 
 
 class InverseBasis:
-    """M^-1 (r x r) and y (r x copies) modulo the prime ``p``, with their basis atoms."""
+    """M^-1 (r x r, sparse) and y (r x copies) modulo the prime ``p``, with their basis atoms."""
 
     def __init__(self, p: int, copies: int) -> None:
         self.p = p
         self._rank = 0
         self._atoms = np.zeros(16, dtype=np.int64)  # the basis atom at each position
-        self._inverse = np.zeros((16, 16), dtype=np.int64)
+        # row j of M^-1: the queries whose combination gives b_j (dense once filled in)
+        self._rows: SparseLines | DenseLines = SparseLines(p)
         self._y = np.zeros((16, copies), dtype=np.int64)
 
     @property
@@ -64,8 +73,13 @@ class InverseBasis:
         gathering a query's basis atoms costs O(its positions), not O(r))."""
         return self._atoms[: self._rank]
 
+    @property
+    def nonzeros(self) -> int:
+        """Nonzero entries of M^-1."""
+        return self._rows.nnz
+
     def nbytes(self) -> int:
-        return self._inverse.nbytes + self._y.nbytes + self._atoms.nbytes
+        return self._rows.nbytes() + self._y.nbytes + self._atoms.nbytes
 
     def derivable(self) -> npt.NDArray[np.bool_]:
         """Per position: the basis atom's total is derivable now (y = 0 in every copy)."""
@@ -73,16 +87,19 @@ class InverseBasis:
 
     def inverse_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1: the coefficients of the released queries that give atom b_j."""
-        return self._inverse[position, : self.rank]
+        return self._rows.dense(position, self.rank)
+
+    def inverse_line(self, position: int) -> tuple[Ids, Residues]:
+        """Row ``position`` of M^-1 as (query indices, nonzero coefficients)."""
+        return self._rows.line(position)
 
     def combine(self, positions: Ids) -> Residues:
         """v^T = q_B M^-1 for the query covering the basis atoms at ``positions``."""
-        return sum_mod(self._inverse[positions, : self.rank], self.p)
+        return self._rows.gather(np.asarray(positions, dtype=np.int64), self.rank)
 
     def solve(self, column: npt.NDArray[np.bool_]) -> Residues:
         """u = M^-1 a for a 0/1 column a (which released queries contain an atom)."""
-        r = self.rank
-        return sum_mod(self._inverse[:r, :r][:, column], self.p, axis=1)
+        return self._rows.product(np.flatnonzero(column).astype(np.int64), self.rank)
 
     def bordered_y(
         self, y: Residues, border: Border, new_weight: Residues, positions: Ids, outside: Residues
@@ -106,30 +123,58 @@ class InverseBasis:
         return row
 
     def bordered_rows(self, positions: Ids, border: Border, v: Residues) -> Residues:
-        """Rows ``positions`` of M'^-1 restricted to the r earlier queries, at once."""
+        """Rows ``positions`` of M'^-1 restricted to the r earlier queries, dense."""
+        owner, index, value = self.bordered_triplets(positions, border, v)
+        out = np.zeros((np.asarray(positions).size, self.rank), dtype=np.int64)
+        np.add.at(out, (owner, index), value)
+        return out % self.p
+
+    def bordered_triplets(self, positions: Ids, border: Border, v: Residues) -> tuple[Ids, Ids, Residues]:
+        """Rows ``positions`` of M'^-1 on the r earlier queries as (i, query, residue)
+        entries, i indexing ``positions``; one (i, query) may repeat (its values add up)."""
         p, r = self.p, self.rank
-        scaled_v = mul_mod(v, border.s_inverse, p)
         positions = np.asarray(positions, dtype=np.int64)
-        out = np.empty((positions.size, r), dtype=np.int64)
+        scaled_v = mul_mod(v, border.s_inverse, p)
+        support = np.flatnonzero(scaled_v)
         old = positions < r
-        out[old] = self._inverse[positions[old], :r]
-        out[old] = (out[old] + mul_mod(border.u[positions[old]][:, None], scaled_v[None, :], p)) % p
-        out[~old] = (-scaled_v) % p
-        return out
+        owner, index, value = self._rows.triplets(positions[old])
+        owner = np.flatnonzero(old)[owner] if owner.size else owner
+        parts_owner, parts_index, parts_value = [owner], [index], [value]
+        # old rows gain u_j v / s; the new row is -v / s
+        factors = np.zeros(positions.size, dtype=np.int64)
+        factors[old] = border.u[positions[old]]
+        factors[~old] = p - 1
+        moved = np.flatnonzero(factors)
+        if moved.size and support.size:
+            block = mul_mod(factors[moved][:, None], scaled_v[support][None, :], p)
+            parts_owner.append(np.repeat(moved, support.size))
+            parts_index.append(np.tile(support, moved.size))
+            parts_value.append(block.ravel())
+        return np.concatenate(parts_owner), np.concatenate(parts_index), np.concatenate(parts_value)
 
     def extend(self, atom: int, border: Border, v: Residues, y: Residues) -> None:
-        """Commit the bordered update: ``atom`` joins the basis, y becomes ``y`` ((r + 1) x copies)."""
+        """Commit the bordered update: ``atom`` joins the basis, y becomes ``y`` ((r + 1) x copies).
+
+        M'^-1 = pad(M^-1) + U V^T with U = (u, -1) and V = (v / s, -1 / s)."""
         p, r = self.p, self.rank
         self._reserve(r + 1)
         scaled_v = mul_mod(v, border.s_inverse, p)
-        top = self._inverse[:r, :r]
-        if border.unit >= 0:  # u = e_j: only row j changes
-            top[border.unit] = (top[border.unit] + scaled_v) % p
+        if border.unit >= 0:  # u = e_j
+            u_index = np.array([border.unit], dtype=np.int64)
         elif border.unit == DENSE_COLUMN:
-            add_outer_mod(top, border.u, scaled_v, p)
-        self._inverse[:r, r] = (-mul_mod(border.u, border.s_inverse, p)) % p
-        self._inverse[r, :r] = (-scaled_v) % p
-        self._inverse[r, r] = border.s_inverse
+            u_index = np.flatnonzero(border.u).astype(np.int64)
+        else:
+            u_index = np.zeros(0, dtype=np.int64)
+        big_u_index = np.append(u_index, r)
+        big_u = np.append(border.u[u_index] % p, p - 1)
+        v_index = np.flatnonzero(scaled_v).astype(np.int64)
+        big_v_index = np.append(v_index, r)
+        big_v = np.append(scaled_v[v_index], (-border.s_inverse) % p)
+        self._rows.append()
+        self._rows.add_outer(big_u_index, big_u, big_v_index, big_v)
+        rows = self._rows
+        if isinstance(rows, SparseLines) and r + 1 >= DENSE_FROM_RANK and 2 * rows.nnz > (r + 1) ** 2:
+            self._rows = DenseLines(p, rows)  # half full: dense is smaller, and faster
         self._y[: r + 1] = y
         self._atoms[r] = atom
         self._rank += 1
@@ -150,8 +195,10 @@ class InverseBasis:
         d = x.copy()
         d[position] = (d[position] - 1) % p
         scaled = mul_mod(d, inverse, p)
-        row = self._inverse[position, :r].copy()
-        add_outer_mod(self._inverse[:r, :r], (-scaled) % p, row, p)
+        d_index = np.flatnonzero(scaled).astype(np.int64)
+        minus = (-scaled[d_index]) % p
+        row_index, row_value = self._rows.line(position)  # replaced, never mutated: a snapshot
+        self._rows.add_outer(d_index, minus, row_index, row_value)
         y = self._y[:r]
         shift = (y[position] + weight_out) % p
         y[...] = (y - mul_mod(scaled[:, None], shift[None, :], p)) % p
@@ -163,10 +210,8 @@ class InverseBasis:
             return
         capacity = max(needed, 2 * self._y.shape[0])
         old = self._y.shape[0]
-        inverse = np.zeros((capacity, capacity), dtype=np.int64)
-        inverse[:old, :old] = self._inverse
         y = np.zeros((capacity, self._y.shape[1]), dtype=np.int64)
         y[:old] = self._y
         atoms = np.zeros(capacity, dtype=np.int64)
         atoms[:old] = self._atoms
-        self._inverse, self._y, self._atoms = inverse, y, atoms
+        self._y, self._atoms = y, atoms

@@ -17,6 +17,7 @@ coefficient on the new query is zero.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +26,7 @@ from scipy.sparse import csr_matrix
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import InverseBasis
 from guard.history.modular import mul_mod
-from guard.history.released import ReleasedSets
+from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.steps import Growth, Ids, Residues, Step
 
@@ -53,6 +54,8 @@ class Exposure:
     basis: InverseBasis
     partition: AtomPartition
     released: ReleasedSets
+    #: the representative rows of the atoms before the query (``SpanAuditor.atom_probe``)
+    probe: Probe
 
     @property
     def rank(self) -> int:
@@ -69,7 +72,22 @@ class Exposure:
         return np.append(self.basis.atoms, self.growth.new_atom).astype(np.int64)
 
     def rows_of(self, atom: int) -> RowIds:
-        return tentative_atom(self.partition, self.step.cut, atom)
+        """The rows of ``atom`` after the query (as ``tentative_atom``, with the cut's
+        parts looked up in a table: the group search asks for every small atom)."""
+        child, parent = self._parts
+        cut = self.step.cut
+        if atom in child:
+            return cut.inside(child[atom])
+        if atom in parent:
+            return np.setdiff1d(self.partition.rows(atom), cut.inside(parent[atom]), assume_unique=True)
+        return self.partition.rows(atom)
+
+    @cached_property
+    def _parts(self) -> tuple[dict[int, int], dict[int, int]]:
+        """The cut's inside parts and cut atoms, each to its index in the cut."""
+        cut = self.step.cut
+        child = {int(a): i for i, a in enumerate(cut.children.tolist())}
+        return child, {int(a): i for i, a in enumerate(cut.split.tolist())}
 
     def changed_atoms(self) -> set[int]:
         """Atoms whose rows the query changes (cut ones) or creates."""
@@ -92,43 +110,60 @@ class Exposure:
         inside[cut.children] = True
         return inside
 
-    def rows_exactly(self, positions: Ids) -> tuple[Residues, int]:
-        """Rows ``positions`` of M'^-1 A' on every atom after the query (len(positions) x
-        atoms, mod p), and the work done (stored sets read), for the caller's budget.
+    def rows_exactly(self, positions: Ids) -> tuple[csr_matrix, int]:
+        """Rows ``positions`` of M'^-1 A' on every atom after the query: a sparse
+        len(positions) x atoms matrix of residues mod p (no stored zeros), and the work
+        done (stored sets read), for the caller's budget.
 
-        Each stored set is intersected once with the atoms' representative rows; the
-        rows are then one sparse product, split in 25-bit halves so that float64 sums
-        stay exact."""
+        Each stored set with a nonzero coefficient is intersected once with the atoms'
+        representative rows; the rows are then one sparse product (``SparseLines`` keeps
+        M'^-1's rows sparse), split in 25-bit halves so that int64 sums stay exact. The
+        cost follows the entries of the sets read, never positions x atoms."""
         cut, p = self.step.cut, self.p
         old = cut.atom_count_before
+        positions = np.asarray(positions, dtype=np.int64)
+        m = positions.size
         v = self.basis.combine(self.step.in_query)
-        coefficients = self.basis.bordered_rows(positions, self.growth.border, v)
-        used = np.flatnonzero(coefficients.any(axis=0))
-        on_old = np.zeros((len(positions), old), dtype=np.int64)
+        owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
+        coefficients = _reduced(csr_matrix((value, (owner, query)), shape=(m, self.basis.rank)), p)
+        used = np.unique(coefficients.indices).astype(np.int64)
+        on_old = csr_matrix((m, old), dtype=np.int64)
         if used.size:
-            representatives = self.partition.representatives(np.arange(old, dtype=np.int64))
-            membership = self.released.membership(used, representatives)  # used x old, 0/1
-            # (membership x coefficients) with each half's products exact in float64
-            high = _product(membership, coefficients[:, used] >> _HALF, p)
-            low = _product(membership, coefficients[:, used] & _LOW, p)
-            on_old = mul_mod(high, (1 << _HALF) % p, p) + low
-            np.subtract(on_old, p, out=on_old, where=on_old >= p)
-        novelty = self.novelty()[np.asarray(positions, dtype=np.int64)]
+            membership = self.released.membership(used, self.probe)  # used x old, 0/1
+            coefficients = coefficients[:, used]
+            high = _halves(coefficients, coefficients.data >> _HALF) @ membership
+            low = _halves(coefficients, coefficients.data & _LOW) @ membership
+            high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
+            on_old = _reduced(high + low, p)
+        novelty = self.novelty()[positions]
         parent = np.concatenate([np.arange(old, dtype=np.int64), cut.split]).astype(np.int64)
-        inside = self.in_query()
-        out = on_old[:, parent]
-        out += novelty[:, None] * inside[None, :]
-        # both terms are residues, so one subtraction reduces the sum (cheaper than %)
-        np.subtract(out, p, out=out, where=out >= p)
-        return out, int(used.size)
+        inside = np.flatnonzero(self.in_query())
+        fresh = np.flatnonzero(novelty)
+        added = csr_matrix(
+            (
+                np.repeat(novelty[fresh], inside.size),
+                (np.repeat(fresh, inside.size), np.tile(inside, fresh.size)),
+            ),
+            shape=(m, parent.size),
+            dtype=np.int64,
+        )
+        return _reduced(on_old[:, parent] + added, p), int(used.size)
 
 
 _HALF = 25
 _LOW = (1 << _HALF) - 1
 
 
-def _product(membership: csr_matrix, half: Residues, p: int) -> Residues:
-    """(half @ membership) mod p for 25-bit ``half``: sums of at most 2**28 such terms are
-    exact in float64."""
-    product: npt.NDArray[np.float64] = membership.T.dot(half.T.astype(np.float64)).T
-    return np.rint(product).astype(np.int64) % p
+def _halves(matrix: csr_matrix, data: Residues) -> csr_matrix:
+    """``matrix``'s pattern with other values: 25-bit halves, whose products with a 0/1
+    matrix sum exactly in int64 over any number of sets."""
+    return csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
+
+
+def _reduced(matrix: csr_matrix, p: int) -> csr_matrix:
+    """``matrix`` mod p without stored zeros (sums of residues that cancel mod p)."""
+    out = csr_matrix(matrix, dtype=np.int64)
+    out.sum_duplicates()
+    out.data %= p
+    out.eliminate_zeros()
+    return out

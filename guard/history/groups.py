@@ -37,6 +37,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
+from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
 from guard.history.exposure import Exposure
@@ -49,7 +50,7 @@ __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 
 #: small basis positions whose exact rows one decision may read
 MAX_SMALL_POSITIONS = 400
-#: entries (positions x atoms) of the exact rows one decision may compute
+#: nonzeros of a decision's exact rows, and entries of the dense block it eliminates
 MAX_ROW_ENTRIES = 8_000_000
 #: bitmap intersections one decision may spend reading those rows
 MAX_ROW_WORK = 400_000
@@ -117,29 +118,33 @@ class GroupSearch:
         novelty = exposure.novelty()[positions]
         if not novelty.any():
             return _CLEAR  # phi = 0 on every combination: nothing new can be small
-        if positions.size > MAX_SMALL_POSITIONS or positions.size * exposure.atom_count > MAX_ROW_ENTRIES:
-            # the exact rows are a dense positions x atoms matrix: past this size one
-            # decision takes seconds (measured: 17 s at rank 5,000 on 1M rows)
+        if positions.size > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
-        rows, work = exposure.rows_exactly(positions)
-        if work > MAX_ROW_WORK:
+        rows, work = exposure.rows_exactly(positions)  # sparse: positions x atoms
+        if work > MAX_ROW_WORK or rows.nnz > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         p = exposure.p
-        touched = np.flatnonzero(rows.any(axis=0))
+        touched = np.unique(rows.indices).astype(np.int64)
         small = small_of(touched)
+        rows = csr_matrix(rows[:, touched])  # columns: the touched atoms, in order
+        large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part that holds a new query's row
-        keep = _peeled(rows[:, touched[~small]] != 0) & _linked_to(rows[:, touched] != 0, novelty != 0)
+        keep = _peeled(rows[:, large]) & _linked_to(rows, novelty != 0)
         if not (novelty[keep]).any():
             return _CLEAR
-        rows, novelty = rows[keep], novelty[keep]
-        null = left_null_space(rows[:, touched[~small]], p)
+        rows, novelty = csr_matrix(rows[keep]), novelty[keep]
+        on_large = csr_matrix(rows[:, large])
+        on_large = on_large[:, np.unique(on_large.indices)]  # zero columns change no elimination
+        if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
+            return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense
+        null = left_null_space(on_large.toarray(), p)
         if not null.shape[0]:
             return _CLEAR
         phi = _combine(null, novelty[:, None], p)[:, 0]
         if not phi.any():
             return _CLEAR  # only combinations the earlier answers already held
         coordinates = touched[small]
-        vectors = _combine(null, rows[:, coordinates], p)
+        vectors = _combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
         return self._smallest(exposure, vectors, coordinates, phi)
 
     def tidy(self, auditor: SpanAuditor) -> int:
@@ -188,6 +193,7 @@ class GroupSearch:
                 [self._flag_size, np.zeros(grown - self._flag_size.size, np.int64)]
             )
         sizes = partition.sizes()
+        changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
             out = np.zeros(atoms.size, dtype=bool)
@@ -206,9 +212,10 @@ class GroupSearch:
                 out[i] = self._protectable(partition.rows(atom))
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
-            for i in np.flatnonzero(committed & (flags >= 0)).tolist():
-                if int(atoms[i]) in changed:  # a cut atom: its outside part is read afresh
-                    out[i] = self._protectable(rows_of(int(atoms[i])))
+            # a cut atom with a remembered flag: its outside part is read afresh
+            recheck = committed & (flags >= 0) & np.isin(atoms, changed_ids)
+            for i in np.flatnonzero(recheck).tolist():
+                out[i] = self._protectable(rows_of(int(atoms[i])))
             return out
 
         return small_of
@@ -346,25 +353,32 @@ def _eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Resi
     return zeroed_star, remaining
 
 
-def _peeled(nonzero: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+def _peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
     """Rows that may be in a combination vanishing on every column: a row that is alone
     nonzero in some column never is, and dropping it may leave others alone."""
+    entries = nonzero.tocoo()
+    row, column = entries.row, entries.col
     alive = np.ones(nonzero.shape[0], dtype=bool)
     while True:
-        counts = nonzero[alive].sum(axis=0)
-        lonely = nonzero[:, counts == 1].any(axis=1) & alive
+        live = alive[row]
+        counts = np.bincount(column[live], minlength=nonzero.shape[1])
+        lonely = np.zeros(nonzero.shape[0], dtype=bool)
+        lonely[row[live & (counts[column] == 1)]] = True
         if not lonely.any():
             return alive
         alive &= ~lonely
 
 
-def _linked_to(nonzero: npt.NDArray[np.bool_], seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+def _linked_to(nonzero: csr_matrix, seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """Rows connected to a seed row through shared nonzero columns."""
+    entries = nonzero.tocoo()
+    row, column = entries.row, entries.col
     linked = seeds.copy()
     columns = np.zeros(nonzero.shape[1], dtype=bool)
     while True:
-        columns |= nonzero[linked].any(axis=0)
-        grown = linked | nonzero[:, columns].any(axis=1)
+        columns[column[linked[row]]] = True
+        grown = linked.copy()
+        grown[row[columns[column]]] = True
         if (grown == linked).all():
             return linked
         linked = grown

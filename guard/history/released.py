@@ -8,6 +8,7 @@ Bitmaps keep this history small and make membership and intersection fast.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +18,27 @@ from scipy.sparse import csr_matrix
 from guard.history.modular import SUM_CHUNK
 from guard.history.rowsets import RowIds, as_bitmap, as_row_ids
 
-__all__ = ["ReleasedSets"]
+__all__ = ["Probe", "ReleasedSets"]
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """Rows to look up in the stored sets, prepared once: ``rows`` sorted, ``order`` the
+    caller's position of each (rows = given[order]), their bitmap, and ``slot[row]`` its
+    place in ``rows``. Built once per partition, it serves every read until the next cut."""
+
+    rows: RowIds
+    order: npt.NDArray[np.int64]
+    bitmap: BitMap
+    slot: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, given: RowIds) -> Probe:
+        order = np.argsort(given, kind="stable").astype(np.int64)
+        rows = np.asarray(given, dtype=np.int64)[order]
+        slot = np.zeros(int(rows[-1]) + 1 if rows.size else 0, dtype=np.int64)
+        slot[rows] = np.arange(rows.size)
+        return cls(rows, order, as_bitmap(rows), slot)
 
 
 class ReleasedSets:
@@ -39,33 +60,29 @@ class ReleasedSets:
         return np.fromiter((row in s for s in self._sets), dtype=bool, count=len(self._sets))
 
     def weighted_membership(
-        self, sorted_rows: RowIds, weights: npt.NDArray[np.int64], support: RowIds, p: int
+        self, probe: Probe, weights: npt.NDArray[np.int64], support: RowIds, p: int
     ) -> npt.NDArray[np.int64]:
-        """For each row of ``sorted_rows``: the sum mod p of ``weights[i]`` over the sets i in
-        ``support`` that contain it (one bitmap intersection per set)."""
-        probe = as_bitmap(sorted_rows)
-        slot = np.zeros(int(sorted_rows[-1]) + 1 if sorted_rows.size else 0, dtype=np.int64)
-        slot[sorted_rows] = np.arange(sorted_rows.size)
-        total = np.zeros(sorted_rows.size, dtype=np.int64)
+        """For each of the probe's rows (in the probe's sorted order): the sum mod p of
+        ``weights[i]`` over the sets i in ``support`` that contain it (one bitmap
+        intersection per set)."""
+        total = np.zeros(probe.rows.size, dtype=np.int64)
         for count, i in enumerate(support, start=1):
-            total[slot[as_row_ids(self._sets[i] & probe)]] += weights[i]
+            total[probe.slot[as_row_ids(self._sets[i] & probe.bitmap)]] += weights[i]
             if count % SUM_CHUNK == 0:  # residues < 2**50: reduce before int64 could overflow
                 total %= p
         return total % p
 
-    def membership(self, sets: npt.NDArray[np.int64], rows: RowIds) -> csr_matrix:
-        """0/1 sparse matrix (len(sets) x len(rows)): which of ``rows`` each set holds."""
-        order = np.argsort(rows)
-        sorted_rows = rows[order]
-        probe = as_bitmap(sorted_rows)
+    def membership(self, sets: npt.NDArray[np.int64], probe: Probe) -> csr_matrix:
+        """0/1 sparse matrix (len(sets) x probed rows, in the caller's order of the rows):
+        which of the probe's rows each set holds."""
         indptr, indices = [0], []
         for i in sets.tolist():
-            hits = np.searchsorted(sorted_rows, as_row_ids(self._sets[i] & probe))
-            indices.append(order[hits])
+            hits = probe.slot[as_row_ids(self._sets[i] & probe.bitmap)]
+            indices.append(probe.order[hits])
             indptr.append(indptr[-1] + hits.size)
         columns = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
-        data = np.ones(columns.size, dtype=np.float64)
-        return csr_matrix((data, columns, np.asarray(indptr)), shape=(len(sets), rows.size))
+        data = np.ones(columns.size, dtype=np.int64)
+        return csr_matrix((data, columns, np.asarray(indptr)), shape=(len(sets), probe.rows.size))
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
         """Tags of the sets with a nonzero coefficient."""

@@ -11,9 +11,10 @@ B of r atoms whose r x r submatrix M = A[:, B] is invertible, M^-1, secret rando
 weights lambda (K copies; an atom's weight is the sum over its rows, so a cut atom's
 weight splits exactly), and y = M^-1 w with w_i the weight of query i's non-basis
 atoms. Basis atom b_j is derivable iff row j of M^-1 A[:, not B] is zero, i.e. (w.h.p.)
-iff y_j = 0 in every copy; non-basis atoms never are. Memory is O(r^2 + rows + atoms),
-never r x atoms. When an atom is cut, its column is duplicated into both parts: the
-outside part keeps the basis role and y_j grows by the inside part's weight.
+iff y_j = 0 in every copy; non-basis atoms never are. Memory is O(nonzeros of M^-1 +
+rows + atoms) (M^-1 is kept sparse, ``sparse.py``), never r x atoms. When an atom is
+cut, its column is duplicated into both parts: the outside part keeps the basis role
+and y_j grows by the inside part's weight.
 
 A new query that cuts an atom, or covers rows no released query covers, is independent.
 Otherwise it is dependent iff its weight minus that of its basis atoms minus q_B . y is
@@ -49,7 +50,7 @@ from guard.history.exposure import Exposure
 from guard.history.findings import AtomDisclosure, AtomView, DisclosureReport, SensitivePredicate
 from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, random_prime, sum_mod
 from guard.history.pairs import PairSearch
-from guard.history.released import ReleasedSets
+from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import QuerySet, as_row_ids
 from guard.history.steps import Growth, Ids, Residues, Step
 
@@ -98,6 +99,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._version = 0
         self._cache: tuple[tuple[int, ...], Step] | None = None  # the last step, by cheap key
         self._index: dict[int, list[int]] | None = None  # built on the first pair search
+        self._cuts = 0  # commits so far: the atoms' representatives change only then
+        self._probe: tuple[int, Probe] | None = None
 
     @property
     def partition(self) -> AtomPartition:
@@ -114,7 +117,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         return self._basis.rank
 
     def nbytes(self) -> int:
-        """Memory of the audit state, O(r^2 + rows + atoms), without the stored query sets."""
+        """Memory of the audit state, O(nonzeros of M^-1 + rows + atoms), without the stored
+        query sets."""
         arrays = (self._row_weight, self._atom_weight, self._basis_pos)
         return self._partition.nbytes() + self._basis.nbytes() + sum(a.nbytes for a in arrays)
 
@@ -127,7 +131,9 @@ class SpanAuditor(PairSearch, DisclosureReport):
         step = self._step(query_set)
         if step.growth is None:
             return None
-        return Exposure(self._p, step, step.growth, self._basis, self._partition, self._released)
+        return Exposure(
+            self._p, step, step.growth, self._basis, self._partition, self._released, self.atom_probe()
+        )
 
     def implied(self, query_set: QuerySet) -> bool:
         """True when the SUM over ``query_set`` follows from earlier releases (answer it, change nothing)."""
@@ -155,16 +161,27 @@ class SpanAuditor(PairSearch, DisclosureReport):
     def basis_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1 A on every atom (mod p): the combination of released
         answers that is 1 on that basis atom, 0 on the others."""
-        count = self._partition.atom_count
-        representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
-        order = np.argsort(representatives)
+        probe = self.atom_probe()
         coefficients = self._basis.inverse_row(position)
         support = np.flatnonzero(coefficients)
-        values = np.zeros(count, dtype=np.int64)
+        values = np.zeros(self._partition.atom_count, dtype=np.int64)
         if support.size:
-            found = self._released.weighted_membership(representatives[order], coefficients, support, self._p)
-            values[order] = found
+            values[probe.order] = self._released.weighted_membership(probe, coefficients, support, self._p)
         return values
+
+    def inverse_row(self, position: int) -> Residues:
+        """Row ``position`` of M^-1: the coefficient of each independent released query
+        in the combination that gives basis atom ``position`` (its forensics)."""
+        return self._basis.inverse_row(position)
+
+    def atom_probe(self) -> Probe:
+        """Every atom's representative row, prepared for reading the stored sets; kept
+        until the partition changes (tidying reads many basis rows in between)."""
+        if self._probe is None or self._probe[0] != self._cuts:
+            count = self._partition.atom_count
+            representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
+            self._probe = (self._cuts, Probe.of(representatives))
+        return self._probe[1]
 
     def exchange(self, position: int, atom: int) -> None:
         """Make non-basis ``atom`` the basis atom at ``position`` (its row must be nonzero there)."""
@@ -290,11 +307,10 @@ class SpanAuditor(PairSearch, DisclosureReport):
         """The first of ``atoms`` (all in, or all out of, the query) with z_c != 0, if any."""
         if not atoms.size:
             return None
-        representatives = self._partition.representatives(atoms)
-        by_row = np.argsort(representatives)
-        explained = self._released.weighted_membership(representatives[by_row], v, support, self._p)
-        unexplained = np.flatnonzero((in_query - explained) % self._p)
-        return int(atoms[by_row[unexplained[0]]]) if unexplained.size else None
+        probe = Probe.of(self._partition.representatives(atoms))
+        explained = self._released.weighted_membership(probe, v, support, self._p)
+        unexplained = np.flatnonzero((in_query - explained) % self._p)  # in the probe's row order
+        return int(atoms[probe.order[unexplained[0]]]) if unexplained.size else None
 
     def _column(self, atom: int) -> npt.NDArray[np.bool_]:
         """a: which independent released queries contain ``atom`` (read from the stored sets)."""
@@ -325,6 +341,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
             self._uncovered = None
         self._released.append(cut.rows, tag)
         self._version += 1
+        self._cuts += 1
         self._cache = None
 
     def _reserve_atoms(self, needed: int) -> None:
