@@ -33,28 +33,12 @@ from guard.state.records import (
     ReleaseStatus,
     fraction_from_text,
 )
-from guard.state.writes import commit_batch, encoded_fields
+from guard.state.writes import ENCODED_FIELDS, commit_batch, encoded_fields
 
 __all__ = ["GENESIS", "StateStore"]
 
-_LOG_COLUMNS = (
-    "id",
-    "ts",
-    "analyst",
-    "sql",
-    "canonical",
-    "data_version",
-    "decision",
-    "error",
-    "reason",
-    "columns",
-    "rows",
-    "flags",
-    "notes",
-    "elapsed_ms",
-    "prev_hash",
-    "record_hash",
-)
+# the log row's columns: the encoded fields between the row's id and time and its hashes
+_LOG_COLUMNS = ("id", "ts", *ENCODED_FIELDS, "elapsed_ms", "prev_hash", "record_hash")
 
 
 _LISTS = ("columns", "rows", "flags", "notes")

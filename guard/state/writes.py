@@ -23,14 +23,14 @@ from guard.state.chain import record_hash
 from guard.state.commit import Pending
 from guard.state.records import LogRecord, NoiseWrite, fraction_text
 
-__all__ = ["commit_batch", "encoded_fields", "insert_batch", "insert_frame", "insert_rows"]
+__all__ = ["ENCODED_FIELDS", "commit_batch", "encoded_fields", "insert_batch", "insert_frame", "insert_rows"]
 
 #: up to this many rows, an insert is one statement of literal rows; more go through a
 #: registered frame (which costs ~1 ms whatever its size)
 VALUES_ROWS = 64
 
 #: the encoded fields in the order of the log row's columns
-_ENCODED = (
+ENCODED_FIELDS = (
     "analyst",
     "sql",
     "canonical",
@@ -121,7 +121,7 @@ def insert_batch(
         hash_ = record_hash(previous, entry.ts_text, entry.encoded)
         encoded = entry.encoded
         rows.append(
-            [entry.ts_text, *(encoded[k] for k in _ENCODED), entry.record.elapsed_ms, previous, hash_]
+            [entry.ts_text, *(encoded[k] for k in ENCODED_FIELDS), entry.record.elapsed_ms, previous, hash_]
         )
         hashes.append(hash_)
         previous = hash_
