@@ -17,14 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SQL = "SELECT major, COUNT(*) FROM students GROUP BY major"
 
 
-@pytest.fixture(scope="module")
-def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guard]:
-    folder = tmp_path_factory.mktemp("two")
-    policy = folder / "two.yaml"
-    policy.write_text(
-        f"""name: two
-tables:
-  students:
+STUDENTS = f"""  students:
     source: {{csv: {ROOT / "examples/students/students.csv"}}}
     privacy_unit: name
     columns:
@@ -33,7 +26,17 @@ tables:
       major: {{role: dimension}}
       class: {{role: dimension}}
       income: {{role: measure, bounds: [0, 200000]}}
-  castro:
+"""
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guard]:
+    folder = tmp_path_factory.mktemp("two")
+    policy = folder / "two.yaml"
+    policy.write_text(
+        f"""name: two
+tables:
+{STUDENTS}  castro:
     source: {{csv: {ROOT / "examples/castro/castro.csv"}}}
     privacy_unit: person_id
     columns:
@@ -154,16 +157,7 @@ noise:
   epsilon_per_query: 1
   budgets: {{per_analyst: 10, global: 20}}
 tables:
-  students:
-    source: {{csv: {ROOT / "examples/students/students.csv"}}}
-    privacy_unit: name
-    columns:
-      name: {{role: identifier}}
-      sex: {{role: dimension}}
-      major: {{role: dimension}}
-      class: {{role: dimension}}
-      income: {{role: measure, bounds: [0, 200000]}}
-analysts:
+{STUDENTS}analysts:
   noisy: {{noise: noise}}
   exact: {{}}
 """
