@@ -93,8 +93,8 @@ class Guard:
         self.recorder = Recorder(store, policy.limits.max_sql_length)
         self.linker = Linker(policy, backend, secret, self._depth, store.released)
         self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
-        audited = policy.protection.history.audit is HistoryMode.EXACT
-        self.history = HistoryScreen(policy, backend, store, self._finest_sensitivity) if audited else None
+        exact = policy.protection.history.audit is HistoryMode.EXACT
+        self.history = HistoryScreen(policy, backend, store, self._finest_sensitivity) if exact else None
 
     @classmethod
     def open(
@@ -150,9 +150,8 @@ class Guard:
         """Answer ``sql`` for ``analyst``, or raise why not.
 
         ``parameters`` are bound to ``$1, $2, ...`` (or ``?``) as literals in the syntax
-        tree, never spliced into the text; the log keeps the SQL and the values.
-
-        Every request, answered or not, is logged before this returns or raises.
+        tree, never spliced into the text; the log keeps the SQL and the values. Every
+        request, answered or not, is logged before this returns or raises.
 
         A query over protected answers (a computation on a SELECT's own aggregates,
         subqueries in FROM, CTEs, UNION or joins of aggregate queries; ``guard.post``)
@@ -227,6 +226,9 @@ class Guard:
             # protecting an answer and recording what it released is one step: two
             # answers protected at once could each be safe alone and not together
             linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
+            if self.history is not None and sets is not None and linking.fixed is not None:
+                known = self.history.known_rows(who.name, front.shape, front.table, info, sets, grid)
+                linking = self.linker.with_known(linking, front.shape, grid, known)  # no news to link
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
@@ -358,15 +360,12 @@ class Guard:
         """Stage 6c: what the history audit withholds of ``result`` (nothing when it is off)."""
         if self.history is None or sets is None:
             return Screened(None)
-        return self.history.screen(
-            who.name, front.shape, front.table, info, result, sets, grid, decision.order, measured
-        )
+        shape, order = front.shape, decision.order
+        return self.history.screen(who.name, shape, front.table, info, result, sets, grid, order, measured)
 
     def _internal(self, request: _Request, error: Exception) -> GuardError:
-        """Log a fault that no stage raised on purpose and say it as an internal error.
-
-        The fault's own text is neither logged nor shown: it may quote anything,
-        including data the engine read."""
+        """Log a fault that no stage raised on purpose and say it as an internal error. The
+        fault's own text is neither logged nor shown: it may quote any data the engine read."""
         reason = f"internal error ({type(error).__name__})"
         try:
             log_id = self.recorder.failed(request.facts(), error, reason=reason)

@@ -44,7 +44,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
-from enum import Enum
 
 import numpy as np
 from pyroaring import BitMap
@@ -52,6 +51,7 @@ from pyroaring import BitMap
 from guard.backends.base import Backend, TableInfo
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
+from guard.history.controls import HistoryControl, note, ordered, refusal
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
@@ -149,6 +149,30 @@ class HistoryScreen:
         listed = [(space, column, frozenset(idx)) for (space, column), idx in spaces.items()]
         return self._cells(table, info).query_sets(shape, listed)
 
+    def known_rows(
+        self,
+        analyst: str,
+        shape: QueryShape,
+        table: Table,
+        info: TableInfo,
+        sets: Sequence[SpaceCells],
+        grid: CellGrid,
+    ) -> dict[int, frozenset[int]]:
+        """Per aggregate of ``shape``: the rows of ``grid`` whose query set is in the span
+        of what ``analyst``'s audit scope released (their values are already determined)."""
+        rows = self._universe(self._cells(table, info))
+        found: dict[int, frozenset[int]] = {}
+        for space_cells in sets:
+            state = self._state(rows, table, info, space_cells.space, self._settings.scope_of(analyst))
+            known = set()
+            for r in range(len(grid.keys)):
+                cells = space_cells.cells.get(_cell_key(shape, grid, r))
+                ids = None if cells is None else rows.ids(info.data_version, cells)
+                if ids is not None and ids.size and state.auditor.implied(ids):
+                    known.add(r)
+            found.update(dict.fromkeys(space_cells.aggregates, frozenset(known)))
+        return found
+
     def screen(
         self,
         analyst: str,
@@ -211,8 +235,8 @@ class HistoryScreen:
                         AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
                     )
         if withheld and not published:
-            raise QueryRefused(_refusal(_ordered(controls), self.k))
-        notes = (_note(len(withheld), _ordered(controls), self.k),) if withheld else ()
+            raise QueryRefused(refusal(ordered(controls), self.k))
+        notes = (note(len(withheld), ordered(controls), self.k),) if withheld else ()
         if written:
             rows.ready()  # a version's releases are logged only once its identities are stored
         write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
@@ -364,46 +388,3 @@ def _label(key: CellKey) -> str:
     if not level:
         return "all rows"
     return ", ".join(f"{k}={v!r}" for k, v in zip(level, values, strict=True))
-
-
-class HistoryControl(Enum):
-    """The check of the history audit that withheld a value."""
-
-    EXHAUSTED = "exhausted"
-    INTERVAL = "interval"
-    OVERLAP = "overlap"
-    SENSITIVE = "sensitive"
-    SPAN = "span"
-    UNMATCHED = "unmatched"
-
-
-def _ordered(controls: set[HistoryControl]) -> list[HistoryControl]:
-    return sorted(controls, key=lambda c: c.value)
-
-
-_CONTROL_TEXT = {
-    HistoryControl.SPAN: "exact history audit: with answers already given, it would reveal the total of "
-    "a group of fewer than k={k} respondents",
-    HistoryControl.OVERLAP: "overlap control: its rows overlap an earlier answer's by more than the policy "
-    "allows",
-    HistoryControl.SENSITIVE: "exact history audit: with answers already given, it would reveal the "
-    "total of a cell that the sensitivity rules protect",
-    HistoryControl.UNMATCHED: "history audit: it cannot tell which rows the cell covers",
-    HistoryControl.EXHAUSTED: "exact history audit: the search for a group of fewer than k={k} respondents "
-    "its release could isolate did not finish within its budget, so it is withheld",
-    HistoryControl.INTERVAL: "partial-disclosure audit: with answers already given, it would pin the total "
-    "of a group of fewer than k={k} respondents to too narrow an interval",
-}
-
-
-def _refusal(controls: list[HistoryControl], k: int) -> str:
-    reasons = "; ".join(_CONTROL_TEXT[c].format(k=k) for c in controls)
-    return (
-        f"refused by the {reasons}. Ask about groups that differ from earlier questions by at least "
-        f"k={k} respondents, or group by fewer dimensions"
-    )
-
-
-def _note(withheld: int, controls: list[HistoryControl], k: int) -> str:
-    reasons = "; ".join(_CONTROL_TEXT[c].format(k=k) for c in controls)
-    return f"{withheld} value(s) withheld by the {reasons}"

@@ -155,6 +155,9 @@ def decide(
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
         verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
+        known = [k for k in linking.known.get(space, ()) if k not in history and not verdicts[k].sensitive]
+        if known:  # values the released answers already determine are no news: as if published
+            history = {**history, **dict.fromkeys(known, ReleaseStatus.PUBLISHED)}
         report = _protect_space(space, current, verdicts, history, linking, protection, explain)
         reports.append(report)
         status: dict[Key, ReleaseStatus] = {}

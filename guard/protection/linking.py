@@ -15,13 +15,20 @@ import hmac
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from guard.backends.base import Backend, TableInfo
 from guard.cells import Cell, CellGrid, cells_from_result
 from guard.plan.rewrite import rewrite
 from guard.policy.model import Analyst, LinkScope, Policy, Role, Table
-from guard.protection.keys import aggregate_of, fixed_positions, key_encoder, key_from_text, key_text
+from guard.protection.keys import (
+    aggregate_of,
+    fixed_positions,
+    key_encoder,
+    key_from_text,
+    key_text,
+    space_of,
+)
 from guard.query.shape import Condition, QueryShape
 from guard.state.records import Release, ReleaseStatus
 from guard.suppression import Key
@@ -59,6 +66,8 @@ class Linking:
         proofs: per space, the attacker deviations that proved the last pattern solved
             over this table's cells (``SuppressionResult.proofs``), for the next one to
             re-check and reuse; empty when the answer is not linked.
+        known: per space, keys of this answer whose values the earlier releases already
+            determine (:meth:`Linker.with_known`): published, they tell no one anything.
     """
 
     dimensions: tuple[str, ...]
@@ -68,6 +77,7 @@ class Linking:
     seed: Callable[[str, Sequence[Key]], int | None]
     lower_bounds: Mapping[str, float] = field(default_factory=dict)
     proofs: Mapping[str, Sequence[Mapping[Key, float]]] = field(default_factory=dict)
+    known: Mapping[str, frozenset[Key]] = field(default_factory=dict)
 
 
 def standalone(shape: QueryShape) -> Linking:
@@ -131,6 +141,25 @@ class Linker:
                 lower_bounds[f"sum({column.name.lower()})"] = 0.0 if column.bounds[0] >= 0 else -math.inf
         proofs = self._proofs.get((info.data_version, info.name), {}) if fixed is not None else {}
         return Linking(dimensions, fixed, history, fetch, seed, lower_bounds, proofs)
+
+    def with_known(
+        self, linking: Linking, shape: QueryShape, grid: CellGrid, rows: Mapping[int, frozenset[int]]
+    ) -> Linking:
+        """``linking`` with the answer's cells whose values the earlier releases already
+        determine: ``rows[a]``, the rows of ``grid`` whose query set for aggregate ``a``
+        the history audit finds in the span of the released ones (exactly, on rows: a
+        range or a difference of answers in another key space counts too). Only where
+        every analyst's releases are linked (``linked: all``): the audit's scope is then
+        within the linked one, so what it knows every linked table may know."""
+        if linking.fixed is None or self._policy.protection.suppression.linked is not LinkScope.ALL:
+            return linking
+        encode = key_encoder(linking.dimensions, shape.group_by, linking.fixed)
+        rolled = grid.rolled_up or [()] * len(grid.keys)
+        known: dict[str, set[Key]] = {}
+        for a, found in rows.items():
+            keys = {encode(grid.keys[r], rolled[r]) for r in found}
+            known.setdefault(space_of(shape.aggregates[a]), set()).update(keys)
+        return replace(linking, known={space: frozenset(keys) for space, keys in known.items()})
 
     def new_releases(
         self, releases: Mapping[str, Mapping[Key, ReleaseStatus]], info: TableInfo, analyst: str

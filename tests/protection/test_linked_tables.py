@@ -170,3 +170,19 @@ def test_explain_of_a_repeated_answer_shows_the_intervals_the_history_leaves(cas
     assert shown and all(low == low and high == high for low, high in shown.values())  # no NaN
     assert all(c.meets for c in again.cells if c.required is not None)
     assert shown == {c.cell: (c.low, c.high) for c in first.cells}
+
+
+def test_a_cell_the_history_already_determines_is_released_past_the_size_limit(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the detail, the grand total alone is withheld past the size limit (the test
+    above). Asked as a range over every row first, the same total is judged by the
+    history audit on its rows; once it is released, the grand total is a value the
+    earlier answers already determine: published, it tells no one anything, so it is
+    released too, with the same value."""
+    _past_the_size_limit(monkeypatch)
+    castro.query(DETAIL, "alice")
+    (everyone,) = castro.query("SELECT SUM(salary) FROM castro WHERE profession >= 'P1'", "alice").rows
+    assert everyone[0] is not None
+    (total,) = castro.query(TOTAL_SQL, "alice").rows
+    assert total[0] == everyone[0]
