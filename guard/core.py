@@ -226,9 +226,9 @@ class Guard:
             # protecting an answer and recording what it released is one step: two
             # answers protected at once could each be safe alone and not together
             linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
-            if self.history is not None and sets is not None and linking.fixed is not None:
-                known = self.history.known_rows(who.name, front.shape, front.table, info, sets, grid)
-                linking = self.linker.with_known(linking, front.shape, grid, known)  # no news to link
+            if self.history is not None and sets is not None:  # what the history determines is no news
+                known = partial(self.history.known_rows, who.name, front.shape, front.table, info, sets, grid)
+                linking = self.linker.with_known(linking, front.shape, grid, known)
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))

@@ -40,7 +40,7 @@ tables and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -157,16 +157,19 @@ class HistoryScreen:
         info: TableInfo,
         sets: Sequence[SpaceCells],
         grid: CellGrid,
+        candidates: Collection[int],
     ) -> dict[int, frozenset[int]]:
-        """Per aggregate of ``shape``: the rows of ``grid`` whose query set is in the span
-        of what ``analyst``'s audit scope released (their values are already determined)."""
+        """Per aggregate of ``shape``: the ``candidates`` rows of ``grid`` whose query set
+        is in the span of what ``analyst``'s audit scope released (their values are
+        already determined)."""
         rows = self._universe(self._cells(table, info))
+        keys = {r: _cell_key(shape, grid, r) for r in candidates}
         found: dict[int, frozenset[int]] = {}
         for space_cells in sets:
             state = self._state(rows, table, info, space_cells.space, self._settings.scope_of(analyst))
             known = set()
-            for r in range(len(grid.keys)):
-                cells = space_cells.cells.get(_cell_key(shape, grid, r))
+            for r, key in keys.items():
+                cells = space_cells.cells.get(key)
                 ids = None if cells is None else rows.ids(info.data_version, cells)
                 if ids is not None and ids.size and state.auditor.implied(ids):
                     known.add(r)

@@ -24,7 +24,7 @@ answer:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -155,9 +155,6 @@ def decide(
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
         verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
-        known = [k for k in linking.known.get(space, ()) if k not in history and not verdicts[k].sensitive]
-        if known:  # values the released answers already determine are no news: as if published
-            history = {**history, **dict.fromkeys(known, ReleaseStatus.PUBLISHED)}
         report = _protect_space(space, current, verdicts, history, linking, protection, explain)
         reports.append(report)
         status: dict[Key, ReleaseStatus] = {}
@@ -268,7 +265,11 @@ def _protect_space(
         # new keeps every earlier, verified release as it was, at the cost of these few
         # cells; a new cell whose value the published cells already fix (a total of
         # published parts) is new to no one.
-        implied = _implied(relations, kept, {k for k in fresh if k not in history and k not in sensitive_now})
+        new = frozenset(k for k in fresh if k not in history and k not in sensitive_now)
+        implied = _implied(relations, kept, new)
+        if linking.known is not None and new - implied:
+            # or whose value the released answers determine in any key space (history audit)
+            implied |= linking.known(space, new - implied)
         withheld = fresh - implied
         method = "withheld" if withheld else "implied"
         # no table in the report: the pattern was not solved, so there are no intervals to explain
@@ -356,7 +357,7 @@ def _attacker_view(
     return cells
 
 
-def _implied(relations: Sequence[Relation], published: set[Key], cells: set[Key]) -> frozenset[Key]:
+def _implied(relations: Sequence[Relation], published: Set[Key], cells: Set[Key]) -> frozenset[Key]:
     """The ``cells`` whose value the ``published`` cells fix through the relations: a
     relation all of whose cells but one are known makes that one known (a total from its
     parts, a part from its total and the other parts), repeated until nothing changes.

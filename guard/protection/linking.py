@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from guard.backends.base import Backend, TableInfo
@@ -66,8 +66,9 @@ class Linking:
         proofs: per space, the attacker deviations that proved the last pattern solved
             over this table's cells (``SuppressionResult.proofs``), for the next one to
             re-check and reuse; empty when the answer is not linked.
-        known: per space, keys of this answer whose values the earlier releases already
-            determine (:meth:`Linker.with_known`): published, they tell no one anything.
+        known: ``known(space, keys)``: those of this answer's ``keys`` whose values the
+            earlier releases already determine (:meth:`Linker.with_known`; asked only when
+            new cells would otherwise be withheld): published, they tell no one anything.
     """
 
     dimensions: tuple[str, ...]
@@ -77,7 +78,7 @@ class Linking:
     seed: Callable[[str, Sequence[Key]], int | None]
     lower_bounds: Mapping[str, float] = field(default_factory=dict)
     proofs: Mapping[str, Sequence[Mapping[Key, float]]] = field(default_factory=dict)
-    known: Mapping[str, frozenset[Key]] = field(default_factory=dict)
+    known: Callable[[str, frozenset[Key]], frozenset[Key]] | None = None
 
 
 def standalone(shape: QueryShape) -> Linking:
@@ -143,23 +144,31 @@ class Linker:
         return Linking(dimensions, fixed, history, fetch, seed, lower_bounds, proofs)
 
     def with_known(
-        self, linking: Linking, shape: QueryShape, grid: CellGrid, rows: Mapping[int, frozenset[int]]
+        self,
+        linking: Linking,
+        shape: QueryShape,
+        grid: CellGrid,
+        rows: Callable[[Collection[int]], Mapping[int, frozenset[int]]],
     ) -> Linking:
-        """``linking`` with the answer's cells whose values the earlier releases already
-        determine: ``rows[a]``, the rows of ``grid`` whose query set for aggregate ``a``
-        the history audit finds in the span of the released ones (exactly, on rows: a
-        range or a difference of answers in another key space counts too). Only where
-        every analyst's releases are linked (``linked: all``): the audit's scope is then
-        within the linked one, so what it knows every linked table may know."""
+        """``linking`` that can tell which of the answer's cells the earlier releases
+        already determine: ``rows(candidates)`` gives, per aggregate of ``shape``, the
+        candidate rows of ``grid`` whose query set the history audit finds in the span
+        of the released ones (exactly, on rows: a range or a difference of answers in
+        another key space counts too). Only where every analyst's releases are linked
+        (``linked: all``): the audit's scope is then within the linked one, so what it
+        knows every linked table may know."""
         if linking.fixed is None or self._policy.protection.suppression.linked is not LinkScope.ALL:
             return linking
         encode = key_encoder(linking.dimensions, shape.group_by, linking.fixed)
         rolled = grid.rolled_up or [()] * len(grid.keys)
-        known: dict[str, set[Key]] = {}
-        for a, found in rows.items():
-            keys = {encode(grid.keys[r], rolled[r]) for r in found}
-            known.setdefault(space_of(shape.aggregates[a]), set()).update(keys)
-        return replace(linking, known={space: frozenset(keys) for space, keys in known.items()})
+        row_of = {encode(values, rolled[r]): r for r, values in enumerate(grid.keys)}
+
+        def known(space: str, keys: frozenset[Key]) -> frozenset[Key]:
+            found = rows([row_of[k] for k in keys if k in row_of])
+            hits = {r for a, each in found.items() if space_of(shape.aggregates[a]) == space for r in each}
+            return frozenset(k for k in keys if row_of.get(k) in hits)
+
+        return replace(linking, known=known)
 
     def new_releases(
         self, releases: Mapping[str, Mapping[Key, ReleaseStatus]], info: TableInfo, analyst: str
