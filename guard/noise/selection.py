@@ -184,7 +184,7 @@ def cell_selection(
         return EMPTY
     if disjunctions:
         # a column's conditions are objects, so this list form cannot be a column's
-        either = [json.loads(text)[1] for text in sorted(d.sort_key() for d in disjunctions)]
+        either = [d.canonical()[1] for d in sorted(disjunctions, key=AnyOf.sort_key)]
         return json.dumps({"and": canonical, "or": either}, sort_keys=True, separators=(",", ":"))
     return json.dumps(canonical, sort_keys=True, separators=(",", ":"))
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from guard.errors import QueryRejected
-from guard.query.shape import AnyOf, Condition, Predicate, PredOp, order_of
+from guard.query.shape import AnyOf, Condition, Predicate, PredOp, Scalar, order_of
 
 __all__ = ["MAX_ALTERNATIVES", "MAX_CONDITIONS", "conditions"]
 
@@ -110,7 +110,7 @@ def _negation(predicate: Predicate) -> Cnf:
 def _merged(clause: list[Predicate], max_in_values: int) -> Condition:
     """One disjunction: IN alternatives per column merged into one list, duplicates
     dropped; a single comparison left is that comparison."""
-    lists: dict[str, set[object]] = {}
+    lists: dict[str, set[Scalar]] = {}
     others: dict[str, Predicate] = {}
     for predicate in clause:
         if predicate.op is PredOp.IN:
@@ -121,7 +121,7 @@ def _merged(clause: list[Predicate], max_in_values: int) -> Condition:
     for column, values in lists.items():
         if len(values) > max_in_values:
             raise QueryRejected(f"OR lists {len(values)} values of {column}; the limit is {max_in_values}")
-        merged.append(Predicate(column, PredOp.IN, tuple(sorted(values, key=order_of))))  # type: ignore[arg-type]
+        merged.append(Predicate(column, PredOp.IN, tuple(sorted(values, key=order_of))))
     if len(merged) == 1:
         return merged[0]
     return AnyOf(tuple(sorted(merged, key=Predicate.sort_key)))

@@ -68,8 +68,12 @@ class Predicate:
     op: PredOp
     values: tuple[Scalar, ...] = ()
 
+    def canonical(self) -> list[object]:
+        """``[column, op, values]`` as JSON holds them: the form keys and logs use."""
+        return [self.column, self.op.value, [jsonable(v) for v in self.values]]
+
     def sort_key(self) -> str:
-        return json.dumps([self.column, self.op.value, [jsonable(v) for v in self.values]])
+        return json.dumps(self.canonical())
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,11 @@ class AnyOf:
 
     alternatives: tuple[Predicate, ...]
 
+    def canonical(self) -> list[object]:
+        return ["or", [p.canonical() for p in self.alternatives]]
+
     def sort_key(self) -> str:
-        return json.dumps(["or", [json.loads(p.sort_key()) for p in self.alternatives]])
+        return json.dumps(self.canonical())
 
 
 #: one conjunct of a normalized WHERE clause
@@ -171,7 +178,7 @@ class QueryShape:
         """
         key: dict[str, object] = {
             "table": self.table,
-            "where": [json.loads(p.sort_key()) for p in self.predicates],
+            "where": [p.canonical() for p in self.predicates],
             "group_by": sorted(self.group_by),
         }
         if self.grouping_sets:

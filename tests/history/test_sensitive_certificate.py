@@ -5,6 +5,8 @@ on tables where nearly every finest cell is flagged, most sets pass without an L
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -156,16 +158,24 @@ def _released_sums(
     return n, bounds, counts, released
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
-    """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
-    rng = np.random.default_rng(1000 + seed)
-    n, bounds, counts, released = _released_sums(rng)
+def _atom_intervals(seed: int) -> tuple[Any, ...] | None:
+    """Random released SUMs (None: none) with their reach, atoms and ``AtomIntervals``."""
+    n, bounds, counts, released = _released_sums(np.random.default_rng(seed))
     if not released:
-        return
+        return None
     reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
     slot, atom = atoms_of(released, reach, n)
     intervals = AtomIntervals(released, slot, atom, counts[reach].astype(np.float64), bounds)
+    return bounds, counts, released, reach, slot, atom, intervals
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
+    """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
+    found = _atom_intervals(1000 + seed)
+    if found is None:
+        return
+    bounds, counts, released, reach, slot, atom, intervals = found
     for row in reach.tolist():
         a = int(atom[slot[row]])
         low_atom, high_atom = intervals.interval(a)
@@ -184,13 +194,10 @@ def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
     here by the row LP: they are values the released SUMs allow; nor does what a set
     over several atoms reaches at those points. And a spread over every atom reaches an
     end of each atom's interval for some atoms at least."""
-    rng = np.random.default_rng(2000 + seed)
-    n, bounds, counts, released = _released_sums(rng)
-    if not released:
+    found = _atom_intervals(2000 + seed)
+    if found is None:
         return
-    reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
-    slot, atom = atoms_of(released, reach, n)
-    intervals = AtomIntervals(released, slot, atom, counts[reach].astype(np.float64), bounds)
+    bounds, counts, released, reach, _slot, atom, intervals = found
     every = np.unique(atom)
     intervals.spread(every)
     reached = 0
