@@ -13,6 +13,12 @@ because any T_A in its feasible range can be split between F and the rest of A w
 their boxes. So one pair of small LPs per atom serves every flagged cell in it: the
 check can afford the cells the feasible-point certificate (``sensitive.certified_sets``)
 leaves open, where an LP over rows per cell was out of reach.
+
+A set over several atoms (``AtomIntervals.split``) is exact in the same space: per atom A
+it touches, one more variable F_A (its share, within lo n_F..hi n_F) and one ranged row
+T_A - hi n_(A minus F) <= F_A <= T_A - lo n_(A minus F) (the rest of A within its box);
+max / min of the sum of the F_A is the row LP's, with a handful of columns more than the
+atom model instead of one per row.
 """
 
 from __future__ import annotations
@@ -119,12 +125,15 @@ class AtomIntervals:
         matrix = csc_matrix((np.ones(line.size), (line, column)), shape=(len(after), count))
         totals = np.asarray([v for _, v in after], dtype=np.float64)
         self._highs = sums_model(matrix, totals, self._rows * bounds[0], self._rows * bounds[1])
+        self._matrix, self._totals = matrix.tocsr(), totals
         self._found: dict[int, tuple[float | None, float | None]] = {}
         self._bounds = bounds
         #: the feasible points every solve found (atom totals that satisfy every SUM), the
         #: first ``_count`` rows; grown by doubling, as every exact solve adds two
         self._points = np.empty((0, count), dtype=np.float64)
         self._count = 0
+        #: sets bounded by :meth:`split` so far (the caller's budget)
+        self.splits = 0
 
     @property
     def solved(self) -> int:
@@ -149,20 +158,138 @@ class AtomIntervals:
         atom ``atoms[i]`` (and nothing outside them), at the feasible points found so far:
         at each point, every atom's total splits freely between the set's rows and the
         atom's others within their bounds. (inf, -inf) before any point."""
-        if not self._count:
+        return self.reach_since(atoms, rows, 0)
+
+    def reach_since(
+        self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64], start: int
+    ) -> tuple[float, float]:
+        """:meth:`reach` at the points found from the ``start``-th on."""
+        if self._count <= start:
             return np.inf, -np.inf
         low_bound, high_bound = self._bounds
-        totals = self._points[: self._count, atoms]
+        totals = self._points[start : self._count, atoms]
         rest = self._rows[atoms] - rows
         high = np.minimum(high_bound * rows, totals - low_bound * rest).sum(axis=1)
         low = np.maximum(low_bound * rows, totals - high_bound * rest).sum(axis=1)
         return float(low.min()), float(high.max())
+
+    def split(
+        self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]
+    ) -> tuple[float | None, float | None]:
+        """The exact [min, max] of the total of a set holding ``rows[i]`` rows of atom
+        ``atoms[i]`` (and nothing outside them): the atom model with the set's share of
+        each atom as a column of its own, bounded by its rows and tied to the atom's total
+        by the rest of the atom's box (module docstring). The columns and rows are removed
+        again afterwards, so the model's basis serves the next solve. None sides when the
+        LP fails."""
+        self.splits += 1
+        highs = self._highs
+        low_bound, high_bound = self._bounds
+        size = atoms.size
+        first_col, first_row = highs.getNumCol(), highs.getNumRow()
+        rest = self._rows[atoms] - rows
+        highs.addCols(
+            size,
+            np.zeros(size),
+            low_bound * rows,
+            high_bound * rows,
+            0,
+            np.zeros(size, dtype=np.int32),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+        )
+        # row j: F_j - T_(atoms[j]) within [-hi rest_j, -lo rest_j]
+        index = np.empty(2 * size, dtype=np.int32)
+        index[0::2] = first_col + np.arange(size)
+        index[1::2] = atoms
+        value = np.tile(np.array([1.0, -1.0]), size)
+        highs.addRows(
+            size,
+            -high_bound * rest,
+            -low_bound * rest,
+            2 * size,
+            np.arange(0, 2 * size, 2, dtype=np.int32),
+            index,
+            value,
+        )
+        new_cols = (first_col + np.arange(size)).astype(np.int32)
+        highs.changeColsCost(size, new_cols, np.ones(size))
+        try:
+            # the optima's atom totals satisfy every SUM: points for later sets too
+            ends = both_ends(highs, lambda point: self._add_point(point[:first_col]))
+        finally:
+            highs.deleteRows(size, (first_row + np.arange(size)).astype(np.int32))
+            highs.deleteCols(size, new_cols)
+        return ends[0], ends[1]
+
+    def exact(
+        self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]
+    ) -> tuple[float | None, float | None]:
+        """The exact [min, max] of a set holding ``rows[i]`` rows of atom ``atoms[i]``:
+        by its atom's interval when it lies in one (shared by every set in that atom),
+        else by :meth:`split`."""
+        if atoms.size == 0:
+            return 0.0, 0.0
+        if atoms.size > 1:
+            return self.split(atoms, rows)
+        low, high = self.interval(int(atoms[0]))
+        if low is None or high is None:
+            return None, None
+        # the atom's exact solves left points at both ends of its interval
+        return self.reach(atoms, rows)
+
+    @property
+    def found(self) -> int:
+        """Feasible points found so far (``reach`` may start after some)."""
+        return self._count
+
+    def push(self, up: npt.NDArray[np.int64], down: npt.NDArray[np.int64], rng: np.random.Generator) -> bool:
+        """One solve pushing the totals of ``up`` up and of ``down`` down together (random
+        positive weights, so that successive pushes trade atoms off differently): a
+        feasible point at which many open sets reach an end at once. False if the solve
+        fails."""
+        highs = self._highs
+        columns = np.concatenate([up, down]).astype(np.int32)
+        if not columns.size:
+            return True
+        weights = rng.uniform(1.0, 2.0, size=columns.size)
+        weights[: up.size] *= -1.0  # minimised: up atoms enter with a negative cost
+        highs.changeColsCost(columns.size, columns, weights)
+        highs.changeObjectiveSense(highspy.ObjSense.kMinimize)
+        highs.run()
+        solved = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        if solved:
+            self._add_point(np.asarray(highs.getSolution().col_value, dtype=np.float64)[: self._rows.size])
+        highs.changeColsCost(columns.size, columns, np.zeros(columns.size))
+        return solved
 
     def spread(self, atoms: npt.NDArray[np.int64]) -> None:
         """Two solves that push the total of ``atoms`` together down, then up: feasible
         points at which many of them sit near their own ends at once (see :meth:`reach`)."""
         if atoms.size:
             self._solve(atoms)
+
+    def points(self) -> npt.NDArray[np.float64]:
+        """Every feasible point found so far (atom totals, one row each)."""
+        return self._points[: self._count]
+
+    def add_points(self, points: npt.NDArray[np.float64]) -> int:
+        """Take the rows of ``points`` that satisfy every released SUM and every atom's
+        box (within round-off, as the solver's own points do); returns how many. Points
+        from elsewhere (``carry.py``) are checked here, so a wrong one is never used."""
+        if not points.size or points.shape[1] != self._rows.size:
+            return 0
+        scale = 1e-6 * np.maximum(1.0, np.abs(self._totals))
+        residual = np.abs(self._matrix @ points.T - self._totals[:, None])
+        box = 1e-6 * np.maximum(1.0, self._rows * max(abs(self._bounds[0]), abs(self._bounds[1])))
+        feasible = (
+            (residual <= scale[:, None]).all(axis=0)
+            & (points >= self._rows * self._bounds[0] - box).all(axis=1)
+            & (points <= self._rows * self._bounds[1] + box).all(axis=1)
+        )
+        for point in points[feasible]:
+            self._add_point(point)
+        return int(feasible.sum())
 
     def _add_point(self, point: npt.NDArray[np.float64]) -> None:
         if self._count == len(self._points):

@@ -41,6 +41,7 @@ from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
 from guard.history.exposure import Exposure
+from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
 from guard.history.span import SpanAuditor
@@ -282,15 +283,12 @@ class GroupSearch:
         if self._sensitive is None:
             return _CLEAR
         sets = np.array([self._set_of(exposure.rows_of(int(a))) for a in coordinates], dtype=np.int64)
-        for number in np.unique(sets[sets >= 0]).tolist():
-            outside = sets != number
-            stacked = np.vstack([star[outside][None, :], rest[:, outside]])
-            null = left_null_space(stacked, p)
-            if (null[:, 0] != 0).any():
-                support = coordinates[~outside]
-                rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
-                return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
-        return _CLEAR
+        number = inside_one_set(star, rest, sets, p)  # one echelon form for every set
+        if number is None:
+            return _CLEAR
+        support = coordinates[sets == number]
+        rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
 
     def _branch(
         self,

@@ -51,6 +51,7 @@ from pyroaring import BitMap
 from guard.backends.base import Backend, TableInfo
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
+from guard.history.carry import PointCarry
 from guard.history.controls import HistoryControl, note, ordered, refusal
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
@@ -81,6 +82,8 @@ class _State:
     released: list[BitMap] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
     seen: set[bytes] = field(default_factory=set)
+    #: the feasible points of the last sensitive-set check, for the next (``carry.py``)
+    carry: PointCarry = field(default_factory=PointCarry)
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ class HistoryScreen:
         if state.sensitive is not None and total is not None:
             bounds = _bounds(table, space)
             if bounds is not None and not protects_sensitive_sets(
-                state.sensitive, finest, state.released, state.values, ids, total, bounds
+                state.sensitive, finest, state.released, state.values, ids, total, bounds, state.carry
             ):
                 return HistoryControl.SENSITIVE
         if self._settings.tolerance is not None:

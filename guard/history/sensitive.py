@@ -28,16 +28,15 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from guard.history.atomlp import AtomIntervals, atoms_of
+from guard.history.atomproof import Part, affordable, prove, shares
+from guard.history.carry import PointCarry, carried
 from guard.history.finest import FinestCells
-from guard.history.intervals import feasible_interval
 from guard.history.keys import normalized
 from guard.history.rowsets import as_row_ids
 from guard.history.universe import AuditCells, Universe
 from guard.query.shape import QueryShape
 
 __all__ = [
-    "MAX_ATOM_INTERVALS",
-    "MAX_INTERVAL_SETS",
     "FinestSensitivity",
     "SensitiveSets",
     "certified_sets",
@@ -45,6 +44,8 @@ __all__ = [
     "protects_sensitive_sets",
     "sensitive_sets",
 ]
+
+Ids = npt.NDArray[np.int64]
 
 #: the shape grouping a table by every dimension; per magnitude space the cells the rules
 #: flag: group key (dimension values, in the shape's order), the cell's total, and its
@@ -107,13 +108,6 @@ def sensitive_sets(
     return SensitiveSets(found, tuple(members), tuple(totals), tuple(levels), true)
 
 
-#: sensitive sets one decision may bound by LP; more in the candidate's reach withholds it
-MAX_INTERVAL_SETS = 32
-#: atoms whose total one decision may bound by LP (``atomlp.py``; two small LPs each,
-#: about 1 ms per solve with primal simplex restarts: 100 when each took 6 ms)
-MAX_ATOM_INTERVALS = 400
-
-
 def protects_sensitive_sets(
     sets: SensitiveSets,
     cells: AuditCells,
@@ -122,32 +116,37 @@ def protects_sensitive_sets(
     candidate: npt.NDArray[np.int64],
     value: float,
     bounds: tuple[float, float],
+    carry: PointCarry | None = None,
 ) -> bool:
     """With the candidate SUM released, does every sensitive set keep a feasibility
     interval that reaches its protection levels (max >= total + upper, min <= total -
-    lower), given every released SUM and the declared bounds? An LP (``intervals.py``)
-    per set within the candidate's reach: the released sets connected to it through shared
-    rows (the others' intervals cannot change). A set already short of its levels before
-    is not the candidate's doing when its interval does not move. Over
-    ``MAX_INTERVAL_SETS`` sets, or an LP that fails, the answer is False (withhold).
+    lower), given every released SUM and the declared bounds? Every set within the
+    candidate's reach is checked (the released sets connected to it through shared rows;
+    the others' intervals cannot change): by the true values' certificate, then by
+    feasible points and exact LPs in the atom model (``atomlp.py``), whose answer is the
+    row LP's (``intervals.feasible_interval``). A set already short of its levels before
+    is not the candidate's doing when its interval does not move. A set past the LP
+    budgets (``MAX_ATOM_INTERVALS``, ``MAX_SPLIT_INTERVALS``), or whose LP fails, makes
+    the answer False (withhold).
 
     The protection levels encode the insider (the largest contributor, or the coalition,
     as each rule defines), as in the suppression's interval audit. This check reads
     released values and the candidate's true value: its refusals are value-based, as the
-    rules themselves are."""
-    known = [(b, float(v)) for b, v in zip(released, values, strict=True) if v is not None]
+    rules themselves are. ``carry``: the audit state's points of its last check, reused
+    where they stay feasible (``carry.py``), and replaced by this check's."""
     fresh = BitMap(candidate.tolist())
-    reach, linked = BitMap(fresh), []
-    remaining = list(range(len(known)))
+    reach, positions = BitMap(fresh), []
+    remaining = [i for i, v in enumerate(values) if v is not None]
     grown = True
     while grown:
         grown = False
         for i in list(remaining):
-            if known[i][0].intersect(reach):
-                reach |= known[i][0]
-                linked.append(known[i])
+            if released[i].intersect(reach):
+                reach |= released[i]
+                positions.append(i)
                 remaining.remove(i)
                 grown = True
+    linked = [(released[i], float(values[i] or 0.0)) for i in positions]
     reach_ids = as_row_ids(reach)
     near = np.unique(sets.of[reach_ids])
     near = near[near >= 0]
@@ -156,29 +155,27 @@ def protects_sensitive_sets(
         atoms = atoms_of(after, reach_ids, sets.values.size)
         near = near[~certified_sets(sets, cells, after, reach_ids, near, bounds, atoms)]
         if near.size:
-            near = near[~_atom_proven(sets, cells, after, reach_ids, near, bounds, atoms)]
-    if near.size > MAX_INTERVAL_SETS:
-        return False
-    for number in near.tolist():
-        total, members = sets.totals[number], sets.members[number]
-        low, high = feasible_interval(cells, after, members, bounds)
-        if low is None or high is None:
-            return False
-        if _reaches(sets, cells, number, (low, high), bounds):
-            continue
-        slack = 1e-6 * max(1.0, abs(total))
-        before_low, before_high = (
-            feasible_interval(cells, linked, members, bounds) if linked else (None, None)
-        )
-        unchanged = (
-            before_low is not None
-            and before_high is not None
-            and abs(before_low - low) <= slack
-            and abs(before_high - high) <= slack
-        )
-        if not unchanged:
-            return False
-    return True
+            lifted = None
+            if carry is not None:
+                counts = cells.row_counts()
+                lifted = carry.lift(
+                    released, values, positions, candidate, value, reach_ids, atoms[1], counts, bounds
+                )
+            proven, short, points = _atom_proven(sets, cells, after, reach_ids, near, bounds, atoms, lifted)
+            if carry is not None:
+                size = sets.values.size
+                carry.keep(
+                    carried(atoms[1], reach_ids, size, points, positions, candidate, value, len(released))
+                )
+            near = near[~proven]
+            if short:
+                # exactly short: acceptable only where the candidate moved nothing
+                near = near[~np.isin(near, _unmoved(sets, cells, linked, short, bounds))]
+                if np.isin(near, list(short)).any():
+                    return False
+    # what no point, atom or split LP settled (past a budget, or a failed solve) is not
+    # vouched for: withhold
+    return not near.size
 
 
 def certified_sets(
@@ -238,44 +235,60 @@ def _atom_proven(
     near: npt.NDArray[np.int64],
     bounds: tuple[float, float],
     atoms: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
-) -> npt.NDArray[np.bool_]:
-    """Per set of ``near`` lying in one atom of the reach: whether its exact interval
-    (``atomlp.py``: one pair of small LPs per atom) reaches its targets. Sets over
-    several atoms, or whose LP fails, are left to the row LP. ``atoms``: (slot, atom) of
-    ``atomlp.atoms_of``, shared with the certificate."""
+    lifted: npt.NDArray[np.float64] | None = None,
+) -> tuple[npt.NDArray[np.bool_], dict[int, tuple[float, float]], npt.NDArray[np.float64]]:
+    """Per set of ``near``: whether it reaches its targets in the atom model
+    (``atomproof.py``); the exact intervals of the sets that fall short (by set number);
+    and every feasible point found, for the next check. ``atoms``: (slot, atom) of
+    ``atomlp.atoms_of``, shared with the certificate; ``lifted``: points carried from the
+    last check (used only where feasible here)."""
     slot, atom = atoms
     counts = cells.row_counts()
     intervals = AtomIntervals(after, slot, atom, counts[reach].astype(np.float64), bounds)
-    out = np.zeros(near.size, dtype=bool)
-    parts: list[tuple[int, int, npt.NDArray[np.int64], npt.NDArray[np.float64], float]] = []
-    for i, number in enumerate(near.tolist()):
-        members = sets.members[number]
-        inside = slot[members]
-        within = inside >= 0
-        touched, where = np.unique(atom[inside[within]], return_inverse=True)
-        held = np.bincount(where.reshape(-1), weights=counts[members[within]], minlength=touched.size)
-        # rows in no released set are free within their bounds
-        parts.append((i, number, touched, held.astype(np.float64), float(counts[members[~within]].sum())))
-    # feasible points first: one pair of solves pushing every atom these sets touch, and
-    # every exact solve below adds its optimum too; a set reaches at a point what each of
-    # its atoms' totals lets its share reach
-    intervals.spread(np.unique(np.concatenate([p[2] for p in parts] or [np.zeros(0, np.int64)])))
-    for i, number, own, share, free in parts:
-        low, high = intervals.reach(own, share)
-        if _reaches(sets, cells, number, (low + bounds[0] * free, high + bounds[1] * free), bounds):
-            out[i] = True
+    parts = []
+    for number in near.tolist():
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        own, share, free = shares(sets.members[number], slot, atom, counts)
+        parts.append(Part(own, share, free, need_low + slack, need_high - slack))
+    if lifted is not None:
+        intervals.add_points(lifted)
+    proven, short = prove(intervals, parts, bounds)
+    by_set = {int(near[j]): interval for j, interval in short.items()}
+    return proven, by_set, intervals.points()
+
+
+def _unmoved(
+    sets: SensitiveSets,
+    cells: AuditCells,
+    linked: Sequence[tuple[BitMap, float]],
+    short: dict[int, tuple[float, float]],
+    bounds: tuple[float, float],
+) -> list[int]:
+    """The sets of ``short`` (exact intervals with the candidate, short of their targets)
+    whose exact interval without the candidate is the same: already short before, so not
+    the candidate's doing. Computed in the atom model of the earlier releases alone."""
+    if not linked or not short:
+        return []
+    reach = as_row_ids(BitMap.union(*(members for members, _ in linked)))
+    slot, atom = atoms_of(linked, reach, sets.values.size)
+    counts = cells.row_counts()
+    intervals = AtomIntervals(linked, slot, atom, counts[reach].astype(np.float64), bounds)
+    unmoved = []
+    for number, (low, high) in short.items():
+        own, share, free = shares(sets.members[number], slot, atom, counts)
+        if not affordable(intervals, own):
+            break
+        before_low, before_high = intervals.exact(own, share)
+        if before_low is None or before_high is None:
             continue
-        if own.size != 1 or free > 0:
-            continue  # left to the row LP
-        own_atom = int(own[0])
-        if intervals.solved >= MAX_ATOM_INTERVALS and not intervals.known(own_atom):
-            continue
-        low_atom, high_atom = intervals.interval(own_atom)
-        if low_atom is None or high_atom is None:
-            continue
-        # the exact solves' optima are points now, at the ends of the atom's interval
-        out[i] = _reaches(sets, cells, number, intervals.reach(own, share), bounds)
-    return out
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        if (
+            abs(before_low + bounds[0] * free - low) <= slack
+            and abs(before_high + bounds[1] * free - high) <= slack
+        ):
+            unmoved.append(number)
+    return unmoved
 
 
 def _reaches(

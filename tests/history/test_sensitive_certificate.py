@@ -5,58 +5,15 @@ on tables where nearly every finest cell is flagged, most sets pass without an L
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import pytest
 from pyroaring import BitMap
-from scipy.optimize import linprog
 
-from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.sensitive import SensitiveSets, certified_sets, interval_targets
+from tests.history.lp_helpers import Cells, atom_intervals, lp_interval, released_sums
 
 Ids = npt.NDArray[np.int64]
-
-
-class Cells:
-    """Audit rows with row counts (the AuditCells protocol, as far as the check reads)."""
-
-    def __init__(self, counts: Ids) -> None:
-        self._counts = counts
-
-    @property
-    def count(self) -> int:
-        return int(self._counts.size)
-
-    def units(self, ids: Ids) -> int:
-        return int(self._counts[ids].sum())
-
-    def unit_ids(self, ids: Ids) -> BitMap:
-        raise NotImplementedError
-
-    def rows(self, ids: Ids) -> int:
-        return int(self._counts[np.asarray(ids, dtype=np.int64)].sum())
-
-    def row_counts(self) -> Ids:
-        return self._counts
-
-
-def _lp_interval(
-    counts: Ids, sets: list[tuple[BitMap, float]], target: Ids, bounds: tuple[float, float]
-) -> tuple[float, float]:
-    n = counts.size
-    a = np.zeros((len(sets), n))
-    for i, (members, _) in enumerate(sets):
-        a[i, list(members)] = 1.0
-    b = np.array([v for _, v in sets])
-    box = [(bounds[0] * c, bounds[1] * c) for c in counts]
-    goal = np.zeros(n)
-    goal[target] = 1.0
-    low = linprog(goal, A_eq=a, b_eq=b, bounds=box, method="highs")
-    high = linprog(-goal, A_eq=a, b_eq=b, bounds=box, method="highs")
-    assert low.status == 0 and high.status == 0
-    return float(low.fun), float(-high.fun)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -99,7 +56,7 @@ def test_a_certified_set_has_an_lp_interval_reaching_its_targets(seed: int) -> N
     for number, ok in zip(near.tolist(), certified.tolist(), strict=True):
         if not ok:
             continue
-        low, high = _lp_interval(counts, released, sets.members[number], bounds)
+        low, high = lp_interval(counts, released, sets.members[number], bounds)
         need_low, need_high = interval_targets(sets, cells, number, bounds)
         slack = 1e-6 * max(1.0, abs(sets.totals[number]))
         assert high >= need_high - slack and low <= need_low + slack, (number, low, high, need_low, need_high)
@@ -142,37 +99,10 @@ def test_unknown_true_values_are_left_to_the_lp() -> None:
     assert certified.tolist() == [False, False, True, True]
 
 
-def _released_sums(
-    rng: np.random.Generator,
-) -> tuple[int, tuple[float, float], np.ndarray, list[tuple[BitMap, float]]]:
-    """A few released SUMs over random subsets of a handful of rows with random counts."""
-    n = int(rng.integers(5, 25))
-    bounds = (0.0, float(rng.choice([1.0, 60.0])))
-    counts = rng.integers(1, 4, size=n).astype(np.int64)
-    values = rng.uniform(bounds[0], bounds[1], size=n) * counts * (rng.random(n) < 0.6)
-    released: list[tuple[BitMap, float]] = []
-    for _ in range(int(rng.integers(1, 7))):
-        members = np.flatnonzero(rng.random(n) < rng.uniform(0.2, 0.9))
-        if members.size:
-            released.append((BitMap(members.tolist()), float(values[members].sum())))
-    return n, bounds, counts, released
-
-
-def _atom_intervals(seed: int) -> tuple[Any, ...] | None:
-    """Random released SUMs (None: none) with their reach, atoms and ``AtomIntervals``."""
-    n, bounds, counts, released = _released_sums(np.random.default_rng(seed))
-    if not released:
-        return None
-    reach = np.array(sorted(BitMap.union(*(m for m, _ in released))), dtype=np.int64)
-    slot, atom = atoms_of(released, reach, n)
-    intervals = AtomIntervals(released, slot, atom, counts[reach].astype(np.float64), bounds)
-    return bounds, counts, released, reach, slot, atom, intervals
-
-
 @pytest.mark.parametrize("seed", range(30))
 def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
     """The interval of a cell from its atom's LP (``atomlp.py``) is the row LP's, exactly."""
-    found = _atom_intervals(1000 + seed)
+    found = atom_intervals(1000 + seed)
     if found is None:
         return
     bounds, counts, released, reach, slot, atom, intervals = found
@@ -183,18 +113,18 @@ def test_atom_intervals_equal_the_row_lp(seed: int) -> None:
         rest = intervals.rows(a) - counts[row]
         high = min(bounds[1] * counts[row], high_atom - bounds[0] * rest)
         low = max(bounds[0] * counts[row], low_atom - bounds[1] * rest)
-        want_low, want_high = _lp_interval(counts, released, np.array([row]), bounds)
+        want_low, want_high = lp_interval(counts, released, np.array([row]), bounds)
         assert low == pytest.approx(want_low, abs=1e-6) and high == pytest.approx(want_high, abs=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
+def test_points_seen_lie_inside_the_rowlp_interval(seed: int) -> None:
     """The totals an atom takes at the feasible points the solves found (which prove
     sets without an LP of their own) never leave the atom's exact interval, computed
     here by the row LP: they are values the released SUMs allow; nor does what a set
     over several atoms reaches at those points. And a spread over every atom reaches an
     end of each atom's interval for some atoms at least."""
-    found = _atom_intervals(2000 + seed)
+    found = atom_intervals(2000 + seed)
     if found is None:
         return
     bounds, counts, released, reach, _slot, atom, intervals = found
@@ -203,7 +133,7 @@ def test_points_seen_lie_inside_the_row_lp_interval(seed: int) -> None:
     reached = 0
     for a in every.tolist():
         rows = reach[atom == a]
-        want_low, want_high = _lp_interval(counts, released, rows, bounds)
+        want_low, want_high = lp_interval(counts, released, rows, bounds)
         seen_low, seen_high = intervals.reach(np.array([a]), np.array([intervals.rows(a)]))
         assert want_low - 1e-6 <= seen_low <= seen_high <= want_high + 1e-6
         reached += seen_low == pytest.approx(want_low, abs=1e-6) or seen_high == pytest.approx(
@@ -219,12 +149,12 @@ def test_the_row_lp_equals_an_independent_lp(seed: int) -> None:
     from guard.history.intervals import feasible_interval
 
     rng = np.random.default_rng(3000 + seed)
-    n, bounds, counts, released = _released_sums(rng)
+    n, bounds, counts, released = released_sums(rng)
     if not released:
         return
     target = np.flatnonzero(rng.random(n) < 0.3)
     if not target.size:
         target = np.array([0], dtype=np.int64)
     low, high = feasible_interval(Cells(counts), released, target.astype(np.int64), bounds)
-    want_low, want_high = _lp_interval(counts, released, target, bounds)
+    want_low, want_high = lp_interval(counts, released, target, bounds)
     assert low == pytest.approx(want_low, abs=1e-6) and high == pytest.approx(want_high, abs=1e-6)
