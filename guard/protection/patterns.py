@@ -68,16 +68,18 @@ class _Part:
     def coded(self, width: int) -> tuple[list[list[object]], npt.NDArray[np.int64]]:
         with self.lock:
             if self.values is None or self.codes is None:
-                columns = [[_decoded(key[j]) for key in self.keys] for j in range(width)]
                 values: list[list[object]] = []
                 codes = np.empty((len(self.keys), width), dtype=np.int64)
-                for j, column in enumerate(columns):
+                for j in range(width):
+                    texts = [key[j] for key in self.keys]
+                    decoded = {t: _decoded(t) for t in dict.fromkeys(texts)}  # each text once
                     try:
-                        distinct = sorted({v for v in column if v is not None})  # type: ignore[type-var]
+                        distinct = sorted({v for v in decoded.values() if v is not None})  # type: ignore[type-var]
                     except TypeError as error:
                         raise _Unordered from error
                     index = {v: i for i, v in enumerate(distinct)}
-                    codes[:, j] = [len(distinct) if v is None else index[v] for v in column]
+                    code = {t: len(distinct) if v is None else index[v] for t, v in decoded.items()}
+                    codes[:, j] = [code[t] for t in texts]
                     values.append(distinct)
                 self.values, self.codes = values, codes
             return self.values, self.codes

@@ -46,6 +46,11 @@ class Margin(Enum):
 
     TOTAL = "TOTAL"
 
+    # a member is a singleton, equal only to itself: hash it by identity, in C. Enum's
+    # own __hash__ hashes the name in Python, and keys holding TOTAL are hashed millions
+    # of times on a large linked problem
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return "TOTAL"
 
@@ -211,6 +216,12 @@ class Table:
                 data.append(-1.0)
         shape = (len(self.relations), len(self.keys))
         return sparse.csr_matrix((np.array(data), (np.array(rows), np.array(cols))), shape=shape)
+
+    @cached_property
+    def relation_cells(self) -> tuple[tuple[int, ...], ...]:
+        """Per relation, the positions of its cells: the total first, then the members."""
+        index = self._index
+        return tuple((index[r.total], *[index[m] for m in r.members]) for r in self.relations)
 
     @cached_property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
