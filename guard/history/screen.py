@@ -56,7 +56,7 @@ from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
 from guard.history.keys import COUNT_SPACE, CellKey, normalized, space_of
-from guard.history.rowsets import fingerprint
+from guard.history.rowsets import as_bitmap, fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
@@ -243,7 +243,7 @@ class HistoryScreen:
                 if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
                     state.groups.tidy(state.auditor)
                     self._remember(state, ids, total)
-                    bitmap = BitMap(cells.tolist())  # stored as this version's finest cells
+                    bitmap = as_bitmap(cells)  # stored as this version's finest cells
                     written.append(
                         AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
                     )
@@ -298,7 +298,7 @@ class HistoryScreen:
             return False  # a repeat reveals nothing new
         limit = self._settings.max_overlap
         assert limit is not None
-        candidate = BitMap(ids.tolist())
+        candidate = as_bitmap(ids)
         for earlier in state.released:
             shared = earlier & candidate
             if shared and finest.units(np.fromiter(shared, dtype=np.int64)) > limit:
@@ -310,7 +310,7 @@ class HistoryScreen:
     def _remember(self, state: _State, ids: Ids, total: float | None) -> None:
         lp = self._settings.tolerance is not None or state.sensitive is not None
         if self._settings.max_overlap is not None or lp:
-            state.released.append(BitMap(ids.tolist()))
+            state.released.append(as_bitmap(ids))
             state.values.append(total)
             state.seen.add(fingerprint(ids))
 

@@ -33,7 +33,7 @@ class Certificates:
         :meth:`covers` can skip the deviations moving some of them at once (e.g. the
         single-contributor cells an insider knows)."""
         a, lb, ub = table.arrays
-        self._columns: sparse.csc_matrix = table.matrix.tocsc()
+        self._columns: sparse.csc_matrix = table.csc
         self._up = ub - a
         self._down = a - lb
         self._watch = frozenset(watch)
