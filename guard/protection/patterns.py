@@ -18,7 +18,9 @@ per dimension, its value's rank among the values present (a NULL and a total las
 then the totals' positions, first dimension first (the grouping id's bits, most
 significant first). Values are compared as the engines compare them (numbers by value,
 text by code point, which is UTF-8 byte order, dates and times by time); a value this
-cannot order (a NaN, a type without a tag) is read in one query as before.
+cannot order (a NaN, a type without a tag) is read in one query as before. Parts from
+several reads are merged only when first read (a refinement too large to use is only
+counted: ``decide._attacker_view`` then reads the common margins alone).
 
 Nothing here decides anything: the cells are public-shape aggregates the protection
 stage reads, the same with or without the cache. The cache key holds the data version
@@ -30,8 +32,9 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -155,10 +158,12 @@ class PatternCache:
                 if len(missing) == len(wanted):
                     return got  # one read: the engine's own order
                 parts.update(split)
-            try:
-                return _merged([part for part in parts.values() if part is not None], width)
-            except _Unordered:
-                return inner(space, wanted, filtered)
+            # a key the merge cannot order: every pattern read in one query instead
+            return _Merged(
+                [part for part in parts.values() if part is not None],
+                width,
+                partial(inner, space, wanted, filtered),
+            )
 
         return replace(linking, fetch=fetch)
 
@@ -181,6 +186,37 @@ class PatternCache:
             while self._kept > self._limit:
                 _, dropped = self._parts.popitem(last=False)
                 self._kept -= len(dropped.keys)
+
+
+class _Merged(Mapping[Key, Cell]):
+    """The cells of several parts, merged (:func:`_merged`) only when first read: a
+    caller that needs only their number (a refinement too large to use) never pays."""
+
+    def __init__(
+        self, parts: Sequence[_Part], width: int, unordered: Callable[[], Mapping[Key, Cell]]
+    ) -> None:
+        """``unordered()``: the cells read in one query, when the merge cannot order a key."""
+        self._parts = [part for part in parts if part.keys]
+        self._width = width
+        self._unordered = unordered
+        self._cells: dict[Key, Cell] | None = None
+
+    def _all(self) -> dict[Key, Cell]:
+        if self._cells is None:
+            try:
+                self._cells = _merged(self._parts, self._width)
+            except _Unordered:
+                self._cells = dict(self._unordered())
+        return self._cells
+
+    def __len__(self) -> int:
+        return self._cells.__len__() if self._cells is not None else sum(len(p.keys) for p in self._parts)
+
+    def __getitem__(self, key: Key) -> Cell:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._all())
 
 
 def _merged(parts: Sequence[_Part], width: int) -> dict[Key, Cell]:

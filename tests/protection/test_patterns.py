@@ -12,10 +12,12 @@ import pytest
 import yaml
 
 from guard import Guard
+from guard.backends.base import TableInfo
 from guard.cells import Cell
 from guard.protection.linking import Linking, Pattern
 from guard.protection.patterns import PatternCache
 from guard.query.front import read_query
+from guard.query.shape import QueryShape
 from guard.suppression import TOTAL, Key
 
 # a text column with NULLs, upper and lower case and a non-ASCII value (byte order), a
@@ -60,6 +62,13 @@ def guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guard]:
     path.write_text(yaml.safe_dump(policy))
     with Guard.open(path, state=folder / "state") as opened:
         yield opened
+
+
+INFO = TableInfo("t", {}, 0, 0, data_version="v1")
+
+
+def read_query_shape() -> QueryShape:
+    return QueryShape(table="t", predicates=(), group_by=(), aggregates=(), outputs=())
 
 
 def _linking(guard: Guard, sql: str) -> tuple[Linking, object, object]:
@@ -140,3 +149,28 @@ def test_a_bounded_cache_drops_the_oldest_pattern(guard: Guard) -> None:
         expected = _joint(linking, "count(*)", [PATTERNS[0], p], False)
         assert list(cached.fetch("count(*)", [PATTERNS[0], p], False).items()) == list(expected.items())
     assert cache.kept <= 40
+
+
+def test_a_value_the_merge_cannot_order_is_read_in_one_query() -> None:
+    """A DECIMAL key (tagged ``x:``) has no order here: the patterns are read together."""
+    cell = Cell(1, 1, 10)
+    rows = {
+        (True, False): [(f"x:Decimal('{v}')", TOTAL) for v in ("2.5", "10.0")],
+        (False, True): [(TOTAL, "s:a"), (TOTAL, "s:b")],
+    }
+    asked: list[tuple[Pattern, ...]] = []
+
+    def inner(space: str, patterns: Sequence[Pattern], filtered: bool) -> Mapping[Key, Cell]:
+        asked.append(tuple(patterns))
+        return {k: cell for p in sorted(patterns, reverse=True) for k in rows[p]}
+
+    linking = Linking(("a", "b"), {}, {}, inner, lambda *_: None)
+    shape = read_query_shape()
+    info = dataclasses.replace(INFO)
+    cached = PatternCache().linking(linking, shape, info)
+    assert cached.fetch is not None
+    cached.fetch("count(*)", [(True, False)], False)
+    got = cached.fetch("count(*)", [(False, True), (True, False)], False)
+    assert len(got) == 4
+    assert list(got) == list(inner("count(*)", [(False, True), (True, False)], False))
+    assert asked[:3] == [((True, False),), ((False, True),), ((False, True), (True, False))]
