@@ -93,7 +93,7 @@ class Guard:
         self.recorder = Recorder(store, policy.limits.max_sql_length)
         self.linker = Linker(policy, backend, secret, self._depth, store.released)
         #: the cells of whole key patterns an attacker reasons with, per data version
-        self._patterns = PatternCache()
+        self._patterns = PatternCache(backend)
         self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
         exact = policy.protection.history.audit is HistoryMode.EXACT
         self.history = HistoryScreen(policy, backend, store, self._finest_sensitivity) if exact else None

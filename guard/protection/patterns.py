@@ -18,9 +18,13 @@ per dimension, its value's rank among the values present (a NULL and a total las
 then the totals' positions, first dimension first (the grouping id's bits, most
 significant first). Values are compared as the engines compare them (numbers by value,
 text by code point, which is UTF-8 byte order, dates and times by time); a value this
-cannot order (a NaN, a type without a tag) is read in one query as before. Parts from
-several reads are merged only when first read (a refinement too large to use is only
-counted: ``decide._attacker_view`` then reads the common margins alone).
+cannot order (a NaN, a type without a tag) is read in one query as before. A fetch is read
+only when first iterated; its size alone (``len``) is the cells held plus, for each
+pattern not held, its groups counted in the engine (``SELECT COUNT(*)`` over the same
+rows grouped by the pattern's dimensions: no cells built, no keys encoded). A refinement
+too large to use is then never read: ``decide._attacker_view`` reads the common margins
+alone (at 1,000,000 rows q13's refinement took 3 s to read and encode). A count that
+disagrees with the cells read later fails the answer (it may have been acted on).
 
 Nothing here decides anything: the cells are public-shape aggregates the protection
 stage reads, the same with or without the cache. The cache key holds the data version
@@ -38,18 +42,22 @@ from functools import partial
 
 import numpy as np
 import numpy.typing as npt
+from sqlglot import exp
 
-from guard.backends.base import TableInfo
+from guard.backends.base import Backend, TableInfo
 from guard.cells import Cell
-from guard.protection.linking import Linking, Pattern
+from guard.plan.sql import column, where
+from guard.protection.linking import Fetch, Linking, Pattern
 from guard.protection.relations import pattern
-from guard.query.shape import QueryShape, typed_predicates
+from guard.query.shape import Condition, QueryShape, typed_predicates
 from guard.suppression import TOTAL, Key
 
 __all__ = ["MAX_CACHED_PATTERN_CELLS", "PatternCache"]
 
 #: pattern cells kept at most (a pattern larger than this is not kept)
 MAX_CACHED_PATTERN_CELLS = 300_000
+#: pattern sizes kept at most (counted, never read)
+MAX_COUNTS = 10_000
 
 
 class _Unordered(Exception):
@@ -119,11 +127,16 @@ class PatternCache:
     Thread-safe. Cells are immutable and shared between answers.
     """
 
-    def __init__(self, limit: int = MAX_CACHED_PATTERN_CELLS) -> None:
+    def __init__(self, backend: Backend | None = None, limit: int = MAX_CACHED_PATTERN_CELLS) -> None:
+        """``backend``: where patterns not held are counted before they are read (None:
+        a fetch's size is known only once it is read)."""
+        self._backend = backend
         self._limit = limit
         self._lock = threading.Lock()
         self._parts: OrderedDict[Hashable, _Part] = OrderedDict()
         self._kept = 0
+        #: cells per (scope, pattern) counted in the engine, never read (bounded)
+        self._counts: OrderedDict[Hashable, int] = OrderedDict()
 
     @property
     def kept(self) -> int:
@@ -132,7 +145,8 @@ class PatternCache:
 
     def linking(self, linking: Linking, shape: QueryShape, info: TableInfo) -> Linking:
         """``linking`` whose ``fetch`` reads only the patterns this cache does not hold
-        (``shape``: the answer, whose filter a filtered fetch applies)."""
+        (``shape``: the answer, whose filter a filtered fetch applies). What it returns
+        reads them when first iterated; its size alone is counted in the engine."""
         inner = linking.fetch
         if inner is None:
             return linking
@@ -143,29 +157,92 @@ class PatternCache:
             scope = (info.data_version, info.name, space, predicates if filtered else None)
             wanted = list(dict.fromkeys(patterns))
             parts = {p: self._get((scope, p)) for p in wanted}
+            read = partial(self._read, inner, space, filtered, scope, wanted, parts, width)
             missing = [p for p, part in parts.items() if part is None]
+            count: Callable[[], Mapping[Pattern, int]] | None = dict  # nothing to count
             if missing:
-                got = inner(space, missing, filtered)
-                split: dict[Pattern, _Part] = {p: _Part([], []) for p in missing}
-                for key, cell in got.items():
-                    part = split.get(pattern(key))
-                    if part is None:  # not a pattern asked for: keep nothing from this read
-                        return got if len(missing) == len(wanted) else inner(space, wanted, filtered)
-                    part.keys.append(key)
-                    part.cells.append(cell)
-                for p, part in split.items():
-                    self._put((scope, p), part)
-                if len(missing) == len(wanted):
-                    return got  # one read: the engine's own order
-                parts.update(split)
-            # a key the merge cannot order: every pattern read in one query instead
-            return _Merged(
-                [part for part in parts.values() if part is not None],
-                width,
-                partial(inner, space, wanted, filtered),
-            )
+                count = None  # known only once read
+            if missing and self._backend is not None:
+                dimensions = linking.dimensions
+                conditions = shape.predicates if filtered else ()
+                count = partial(self._count, info, dimensions, conditions, scope, missing)
+            held = sum(len(part.keys) for part in parts.values() if part is not None)
+            return _Fetched(read, held, count)
 
         return replace(linking, fetch=fetch)
+
+    def _read(
+        self,
+        inner: Fetch,
+        space: str,
+        filtered: bool,
+        scope: Hashable,
+        wanted: list[Pattern],
+        parts: dict[Pattern, _Part | None],
+        width: int,
+        counted: Mapping[Pattern, int] | None,
+    ) -> Mapping[Key, Cell]:
+        """The cells of ``wanted``: those not held read in one query (and kept), merged
+        with those held; ``counted``: the sizes reported for the patterns read."""
+        missing = [p for p, part in parts.items() if part is None]
+        if missing:
+            got = inner(space, missing, filtered)
+            split: dict[Pattern, _Part] = {p: _Part([], []) for p in missing}
+            for key, cell in got.items():
+                part = split.get(pattern(key))
+                if part is None:  # not a pattern asked for: keep nothing from this read
+                    return got if len(missing) == len(wanted) else inner(space, wanted, filtered)
+                part.keys.append(key)
+                part.cells.append(cell)
+            for p, part in split.items():
+                if counted is not None and counted[p] != len(part.keys):
+                    # the size was counted wrong, and may have been acted on: fail closed
+                    raise RuntimeError("pattern cache: a pattern's count and its cells disagree")
+                self._put((scope, p), part)
+            if len(missing) == len(wanted):
+                return got  # one read: the engine's own order
+            parts = {**parts, **split}
+        held = [part for part in parts.values() if part is not None]
+        try:
+            return _merged(held, width)
+        except _Unordered:  # a key the merge cannot order: every pattern read in one query
+            return inner(space, wanted, filtered)
+
+    def _count(
+        self,
+        info: TableInfo,
+        dimensions: Sequence[str],
+        conditions: tuple[Condition, ...],
+        scope: Hashable,
+        patterns: Sequence[Pattern],
+    ) -> dict[Pattern, int]:
+        """The cells of each of ``patterns``, counted in the engine: the groups of the
+        rows the fetch reads (``conditions``), as its GROUP BY forms them (NULL one
+        value), one row without any dimension."""
+        assert self._backend is not None
+        found: dict[Pattern, int] = {}
+        for p in patterns:
+            with self._lock:
+                known = self._counts.get((scope, p))
+            if known is None:
+                keys = [d for d, fixed in zip(dimensions, p, strict=True) if fixed]
+                known = 1 if not keys else self._groups(info.name, keys, conditions)
+                with self._lock:
+                    self._counts[(scope, p)] = known
+                    while len(self._counts) > MAX_COUNTS:
+                        self._counts.popitem(last=False)
+            found[p] = known
+        return found
+
+    def _groups(self, table: str, keys: Sequence[str], conditions: tuple[Condition, ...]) -> int:
+        assert self._backend is not None
+        rows = exp.select(exp.Literal.number(1)).from_(exp.to_table(table, quoted=True))
+        condition = where(conditions)
+        if condition is not None:
+            rows = rows.where(condition)
+        rows = rows.group_by(*[column(k) for k in keys])
+        query = exp.select(exp.Count(this=exp.Star())).from_(rows.subquery("__groups"))
+        return int(self._backend.execute(query).rows[0][0])
 
     def _get(self, key: Hashable) -> _Part | None:
         with self._lock:
@@ -188,29 +265,36 @@ class PatternCache:
                 self._kept -= len(dropped.keys)
 
 
-class _Merged(Mapping[Key, Cell]):
-    """The cells of several parts, merged (:func:`_merged`) only when first read: a
-    caller that needs only their number (a refinement too large to use) never pays."""
+class _Fetched(Mapping[Key, Cell]):
+    """The cells of one fetch, read (``read``) only when first iterated: a caller that
+    needs only their number (a refinement too large to use) never reads them. The number
+    is the cells held plus those ``count`` reports for the patterns not held."""
 
     def __init__(
-        self, parts: Sequence[_Part], width: int, unordered: Callable[[], Mapping[Key, Cell]]
+        self,
+        read: Callable[[Mapping[Pattern, int] | None], Mapping[Key, Cell]],
+        held: int,
+        count: Callable[[], Mapping[Pattern, int]] | None,
     ) -> None:
-        """``unordered()``: the cells read in one query, when the merge cannot order a key."""
-        self._parts = [part for part in parts if part.keys]
-        self._width = width
-        self._unordered = unordered
-        self._cells: dict[Key, Cell] | None = None
+        self._read = read
+        self._held = held
+        self._count = count
+        self._counted: Mapping[Pattern, int] | None = None
+        self._cells: Mapping[Key, Cell] | None = None
 
-    def _all(self) -> dict[Key, Cell]:
+    def _all(self) -> Mapping[Key, Cell]:
         if self._cells is None:
-            try:
-                self._cells = _merged(self._parts, self._width)
-            except _Unordered:
-                self._cells = dict(self._unordered())
+            self._cells = self._read(self._counted)
         return self._cells
 
     def __len__(self) -> int:
-        return self._cells.__len__() if self._cells is not None else sum(len(p.keys) for p in self._parts)
+        if self._cells is not None:
+            return len(self._cells)
+        if self._count is None:
+            return len(self._all())
+        if self._counted is None:
+            self._counted = self._count()
+        return self._held + sum(self._counted.values())
 
     def __getitem__(self, key: Key) -> Cell:
         return self._all()[key]

@@ -96,7 +96,7 @@ def test_merged_parts_equal_one_query_in_order(guard: Guard, space: str) -> None
         # some patterns read earlier (in other company), then all of them at once
         for p in picked.sample(PATTERNS, 5):
             assert cached.fetch is not None
-            cached.fetch(space, sorted({p, PATTERNS[0]}), False)
+            dict(cached.fetch(space, sorted({p, PATTERNS[0]}), False))  # read: kept
         wanted = sorted(picked.sample(PATTERNS, 9))
         expected = _joint(linking, space, wanted, False)
         assert cached.fetch is not None
@@ -111,7 +111,7 @@ def test_a_filtered_fetch_is_kept_per_filter(guard: Guard) -> None:
         linking, shape, info = _linking(guard, sql)
         cached = cache.linking(linking, shape, info)  # type: ignore[arg-type]
         assert cached.fetch is not None
-        cached.fetch("count(*)", PATTERNS[:3], True)
+        dict(cached.fetch("count(*)", PATTERNS[:3], True))
         expected = _joint(linking, "count(*)", PATTERNS[:6], True)
         assert list(cached.fetch("count(*)", PATTERNS[:6], True).items()) == list(expected.items())
 
@@ -130,13 +130,13 @@ def test_reads_only_missing_patterns_and_never_across_versions(guard: Guard) -> 
     counted = dataclasses.replace(linking, fetch=counting)
     first = cache.linking(counted, shape, info)  # type: ignore[arg-type]
     assert first.fetch is not None
-    first.fetch("count(*)", PATTERNS[:4], False)
-    first.fetch("count(*)", PATTERNS[:6], False)
+    dict(first.fetch("count(*)", PATTERNS[:4], False))
+    dict(first.fetch("count(*)", PATTERNS[:6], False))
     assert asked == [tuple(PATTERNS[:4]), tuple(PATTERNS[4:6])]
     newer = dataclasses.replace(info, data_version="another version")  # type: ignore[type-var]
     again = cache.linking(counted, shape, newer)  # type: ignore[arg-type]
     assert again.fetch is not None
-    again.fetch("count(*)", PATTERNS[:4], False)
+    dict(again.fetch("count(*)", PATTERNS[:4], False))
     assert asked[-1] == tuple(PATTERNS[:4])
 
 
@@ -169,8 +169,32 @@ def test_a_value_the_merge_cannot_order_is_read_in_one_query() -> None:
     info = dataclasses.replace(INFO)
     cached = PatternCache().linking(linking, shape, info)
     assert cached.fetch is not None
-    cached.fetch("count(*)", [(True, False)], False)
+    dict(cached.fetch("count(*)", [(True, False)], False))
     got = cached.fetch("count(*)", [(False, True), (True, False)], False)
     assert len(got) == 4
     assert list(got) == list(inner("count(*)", [(False, True), (True, False)], False))
     assert asked[:3] == [((True, False),), ((False, True),), ((False, True), (True, False))]
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_the_size_of_a_fetch_is_counted_without_reading_it(guard: Guard, filtered: bool) -> None:
+    linking, shape, info = _linking(guard, "SELECT s, COUNT(*) FROM t WHERE n > 0 GROUP BY s")
+    asked: list[tuple[Pattern, ...]] = []
+    inner = linking.fetch
+    assert inner is not None
+
+    def counting(space: str, patterns: Sequence[Pattern], filtered: bool) -> Mapping[Key, Cell]:
+        asked.append(tuple(patterns))
+        return inner(space, patterns, filtered)
+
+    cache = PatternCache(guard.backend)
+    cached = cache.linking(dataclasses.replace(linking, fetch=counting), shape, info)  # type: ignore[arg-type]
+    assert cached.fetch is not None
+    cached.fetch("count(*)", PATTERNS[:5], filtered)
+    assert len(asked) == 0  # nothing read yet
+    for wanted in (PATTERNS[:5], PATTERNS):
+        expected = _joint(linking, "count(*)", wanted, filtered)
+        got = cached.fetch("count(*)", wanted, filtered)
+        assert len(got) == len(expected)
+        assert list(got.items()) == list(expected.items())
+    assert asked == [tuple(PATTERNS[:5]), tuple(PATTERNS[5:])]
