@@ -11,7 +11,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,11 @@ from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Ta
 from guard.post.plan import OuterPlan, plan_outer
 from guard.post.run import describe_outer, run_outer
 from guard.protection.answer import protect_with_decision
-from guard.protection.decide import Decision, value_aggregates, with_sums
+from guard.protection.decide import Decision, with_sums
 from guard.protection.explain import Explanation, explain_decision
+from guard.protection.finest import flagged_cells
 from guard.protection.linking import Linker
-from guard.protection.sensitivity import sensitive_rows
+from guard.protection.patterns import PatternCache
 from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
@@ -92,6 +92,8 @@ class Guard:
         secret = store.secret()
         self.recorder = Recorder(store, policy.limits.max_sql_length)
         self.linker = Linker(policy, backend, secret, self._depth, store.released)
+        #: the cells of whole key patterns an attacker reasons with, per data version
+        self._patterns = PatternCache(backend)
         self.noise = NoiseStage(policy, store, secret, rng) if policy.uses_noise else None
         exact = policy.protection.history.audit is HistoryMode.EXACT
         self.history = HistoryScreen(policy, backend, store, self._finest_sensitivity) if exact else None
@@ -125,14 +127,29 @@ class Guard:
         return cls(policy, engine, store, rng)
 
     def prepare(self) -> list[str]:
-        """Build every audited table's history state now (finest cells, row identities,
-        the rules' verdicts), which the first answer on each table would otherwise pay
-        for: servers call it before they accept connections. Returns the tables prepared.
+        """Build now what the first answer on each table would otherwise pay for: every
+        audited table's history state (finest cells, row identities, the rules' verdicts,
+        the audit states), and the linker's memory of the cells released on the current
+        data version to each analyst answered without noise. Servers call it before they
+        accept connections. Returns the tables whose history state was prepared.
 
         Raises:
-            BackendError: the engine failed.
+            BackendError: the engine or the state store failed.
         """
-        return [] if self.history is None else self.history.prepare(self._release_lock)
+        prepared = [] if self.history is None else self.history.prepare(self._release_lock)
+        for table in self.policy.tables:
+            exact = [
+                a for a in self.policy.analysts if self.policy.noise_mode(table, a) is not NoiseMode.NOISE
+            ]
+            if exact:
+                info = self.backend.table_info(table.name)
+                whole = read_query(
+                    f'SELECT COUNT(*) FROM "{table.name}"', self.policy, None, self.column_types
+                )
+                with self._release_lock:  # reads (and keeps) each scope's earlier releases
+                    for who in exact:
+                        self.linker.linking(who, table, whole.shape, info)
+        return prepared
 
     def __enter__(self) -> Guard:
         return self
@@ -226,6 +243,7 @@ class Guard:
             # protecting an answer and recording what it released is one step: two
             # answers protected at once could each be safe alone and not together
             linking = self.linker.linking(who, front.table, front.shape, info)  # 6a linked releases
+            linking = self._patterns.linking(linking, front.shape, info)
             if self.history is not None and sets is not None:  # what the history determines is no news
                 known = partial(self.history.known_rows, who.name, front.shape, front.table, info, sets, grid)
                 linking = self.linker.with_known(linking, front.shape, grid, known)
@@ -290,6 +308,7 @@ class Guard:
             protection = self.policy.protection
             with self._release_lock:
                 linking = self.linker.linking(who, front.table, front.shape, info)
+                linking = self._patterns.linking(linking, front.shape, info)
                 result, decision = protect_with_decision(shape, grid, protection, linking, explain=True)
                 self.recorder.explained(request.facts(bound=False), result)
         except GuardError as error:
@@ -328,23 +347,8 @@ class Guard:
         select = f"{dimensions}, {sums}" if dimensions else sums
         sql = f'SELECT {select} FROM "{table.name}"{grouped}'
         front = read_query(sql, self.policy, None, self.column_types)
-        shape, grid = self._cells(front.shape, info)
-        values = {
-            space: [row[index] for row in grid.cells] for space, (index, _) in value_aggregates(shape).items()
-        }
-        flagged = sensitive_rows(values, self.policy.protection)
-        every = {
-            space: {grid.keys[r]: _number(values[space][r].value) for r in range(len(grid.keys))}
-            for space in flagged
-        }
-        return (
-            front.shape,
-            {
-                space: [(grid.keys[r], _number(values[space][r].value), level) for r, level in rows]
-                for space, rows in flagged.items()
-            },
-            every,
-        )
+        flagged, every = flagged_cells(*self._cells(front.shape, info), self.policy.protection)
+        return front.shape, flagged, every
 
     def _screen(
         self,
@@ -410,10 +414,3 @@ class Guard:
                 f"unknown analyst {name!r}: the policy {self.policy.path.name} does not declare them"
             )
         return who
-
-
-def _number(value: Any) -> float:
-    """A cell's total as a float (an empty cell's NULL as 0; DECIMAL sums too)."""
-    if value is None or isinstance(value, bool):
-        return 0.0
-    return float(value) if isinstance(value, int | float | Decimal) else 0.0

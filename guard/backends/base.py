@@ -164,4 +164,5 @@ def plain_value(value: Any) -> Any:
 
 
 def plain_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [tuple(plain_value(v) for v in row) for row in rows]
+    # most rows hold no DECIMAL: find those that do in C (map, ``in``), convert only them
+    return [tuple(plain_value(v) for v in row) if Decimal in map(type, row) else tuple(row) for row in rows]

@@ -252,14 +252,18 @@ class FinestCells:
         if present is not None:
             query = query.where(present)
         with self._lock:
-            frame = self._con.execute(query.sql(dialect="duckdb")).df()
-        ids = frame[_ID].to_numpy(dtype=np.int64)
+            result = self._con.execute(query.sql(dialect="duckdb"))
+            # a query without groups needs the ids only: no data frame
+            frame = result.df() if keys else None
+            ids = np.asarray((result.fetchnumpy() if frame is None else frame)[_ID], dtype=np.int64)
         cells: dict[CellKey, Ids] = {}
         for level in shape.levels:
             if not level:
                 if ids.size:
-                    cells[(level, ())] = _read_only(np.sort(ids))
+                    ordered = ids.size < 2 or bool(np.all(ids[1:] > ids[:-1]))
+                    cells[(level, ())] = _read_only(ids if ordered else np.sort(ids))
                 continue
+            assert frame is not None
             columns = [k.lower() for k in level]
             groups = frame.groupby(columns, dropna=False, sort=False).indices
             for values, positions in groups.items():

@@ -56,8 +56,8 @@ from guard.history.controls import HistoryControl, note, ordered, refusal
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
-from guard.history.keys import CellKey, normalized, space_of
-from guard.history.rowsets import fingerprint
+from guard.history.keys import COUNT_SPACE, CellKey, normalized, space_of
+from guard.history.rowsets import as_bitmap, fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
@@ -131,16 +131,26 @@ class HistoryScreen:
     def prepare(self, lock: threading.Lock) -> list[str]:
         """Build, for every table answered without noise to someone, what its first answer
         would otherwise wait for: its finest cells, their rows' identities on the current
-        data version and which finest cells the rules flag (each table under ``lock``,
-        the guard's release lock). Returns the tables prepared."""
+        data version, which finest cells the rules flag, and the audit state of each space
+        (COUNT, each measure's SUM) in each scope that analysts answered without noise feed
+        (rebuilt from what was released before), each table under ``lock``, the guard's
+        release lock. Returns the tables prepared."""
         prepared = []
         for table in self.policy.tables:
-            if all(self.policy.noise_mode(table, a) is NoiseMode.NOISE for a in self.policy.analysts):
+            exact = [
+                a for a in self.policy.analysts if self.policy.noise_mode(table, a) is not NoiseMode.NOISE
+            ]
+            if not exact:
                 continue  # answered with noise to everyone: no history audit
             info = self._backend.table_info(table.name)
+            spaces = [COUNT_SPACE, *(space_of(AggFunc.SUM, m)[0] for m in table.names(Role.MEASURE))]
             with lock:
-                self._universe(self._cells(table, info)).ready()
+                rows = self._universe(self._cells(table, info))
+                rows.ready()
                 self._flags(table, info)
+                for scope in sorted({self._settings.scope_of(a.name) for a in exact}):
+                    for space in spaces:
+                        self._state(rows, table, info, space, scope)
             prepared.append(table.name)
         return prepared
 
@@ -236,7 +246,7 @@ class HistoryScreen:
                 if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
                     state.groups.tidy(state.auditor)
                     self._remember(state, ids, total)
-                    bitmap = BitMap(cells.tolist())  # stored as this version's finest cells
+                    bitmap = as_bitmap(cells)  # stored as this version's finest cells
                     written.append(
                         AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
                     )
@@ -291,7 +301,7 @@ class HistoryScreen:
             return False  # a repeat reveals nothing new
         limit = self._settings.max_overlap
         assert limit is not None
-        candidate = BitMap(ids.tolist())
+        candidate = as_bitmap(ids)
         for earlier in state.released:
             shared = earlier & candidate
             if shared and finest.units(np.fromiter(shared, dtype=np.int64)) > limit:
@@ -303,7 +313,7 @@ class HistoryScreen:
     def _remember(self, state: _State, ids: Ids, total: float | None) -> None:
         lp = self._settings.tolerance is not None or state.sensitive is not None
         if self._settings.max_overlap is not None or lp:
-            state.released.append(BitMap(ids.tolist()))
+            state.released.append(as_bitmap(ids))
             state.values.append(total)
             state.seen.add(fingerprint(ids))
 

@@ -347,11 +347,14 @@ def _attacker_view(
     got = linking.fetch(space, sorted(full), filtered)
     if len(got) > MAX_REFINEMENT_CELLS:
         # too fine to solve online: keep the common margins only (every exact
-        # recomputation by differences is still seen; Fréchet-type bounds are not)
+        # recomputation by differences is still seen; Fréchet-type bounds are not).
+        # Read as their own patterns: the same cells in the same order as those of
+        # ``got`` (the engine orders by key values, then totals), and a cached fetch
+        # then never builds the whole refinement (``patterns.py``)
         margins = meets(released)
         if margins == own and not history:
             return current
-        got = {k: c for k, c in got.items() if pattern(k) in margins}
+        got = linking.fetch(space, sorted(margins), filtered)
     cells = dict(got)
     cells.update(current)
     return cells

@@ -109,11 +109,24 @@ def key_encoder(
     for j, text in fixed.items():
         template[j] = text
 
+    # a grid repeats each dimension's few values over many rows: encode each once. Only
+    # text and integers are kept, whose equal values always encode alike (1 == 1.0 ==
+    # True, and Decimal('1') == Decimal('1.0'), encode differently)
+    known: dict[Any, str] = {}
+
     def encode(values: Sequence[Any], rolled_up: Sequence[bool]) -> Key:
         key = list(template)
         for i, slot in enumerate(slots):
             if not (rolled_up and rolled_up[i]):
-                key[slot] = encode_value(values[i])
+                value = values[i]
+                kind = type(value)
+                if kind is str or kind is int:
+                    text = known.get(value)
+                    if text is None:
+                        text = known[value] = encode_value(value)
+                    key[slot] = text
+                else:
+                    key[slot] = encode_value(value)
         return tuple(key)
 
     return encode

@@ -33,7 +33,7 @@ class Certificates:
         :meth:`covers` can skip the deviations moving some of them at once (e.g. the
         single-contributor cells an insider knows)."""
         a, lb, ub = table.arrays
-        self._columns: sparse.csc_matrix = table.matrix.tocsc()
+        self._columns: sparse.csc_matrix = table.csc
         self._up = ub - a
         self._down = a - lb
         self._watch = frozenset(watch)
@@ -58,21 +58,31 @@ class Certificates:
         order = np.argsort(support)
         support, values = support[order], values[order]
         tol = _TOL * max(1.0, scale)
-        if not all(int(i) in hidden for i in support):
+        moved = support.tolist()  # Python ints: membership tests without a loop in Python
+        if not all(map(hidden.__contains__, moved)):
             return False
         if np.any(values > self._up[support] + tol) or np.any(-values > self._down[support] + tol):
             return False
         residual = self._columns[:, support] @ values
         if np.abs(residual).max(initial=0.0) > tol:
             return False
-        self._keep(support, values)
+        self._keep(support, values, moved)
         return True
 
-    def _keep(self, support: np.ndarray, values: np.ndarray) -> None:
-        for i in support:
-            self._by_cell.setdefault(int(i), []).append(len(self._found))
+    def _keep(self, support: np.ndarray, values: np.ndarray, moved: list[int] | None = None) -> None:
+        # a deviation may move thousands of cells: index them through Python ints
+        # (``moved``, support.tolist()), not numpy scalars one by one
+        moved = support.tolist() if moved is None else moved
+        number = len(self._found)
+        by_cell = self._by_cell
+        for i in moved:
+            found = by_cell.get(i)
+            if found is None:
+                by_cell[i] = [number]
+            else:
+                found.append(number)
         self._found.append((support, values))
-        watched = self._watch.intersection(support.tolist()) if self._watch else frozenset()
+        watched = self._watch.intersection(moved) if self._watch else frozenset()
         self._touch.append(frozenset(watched))
         # room in the direction each cell moves, and in the opposite one
         ahead = np.where(values > 0, self._up[support], self._down[support]) / np.abs(values)

@@ -182,7 +182,7 @@ class _Attacker:
     last basis)."""
 
     def __init__(self, table: Table) -> None:
-        matrix = table.matrix.tocsc()
+        matrix = table.csc
         self._csr: sparse.csr_matrix = table.matrix.tocsr()
         self._n = matrix.shape[1]
         zeros = np.zeros(self._n)

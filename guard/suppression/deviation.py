@@ -25,7 +25,7 @@ result is an optimum of the LP over all cells.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Set
+from collections.abc import Hashable, Mapping, Set
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,7 +52,7 @@ class DeviationProblem:
     down_room: np.ndarray
     kept: np.ndarray
     parents: dict[int, list[int]] = field(repr=False)
-    keys: dict[Key, int] = field(repr=False)
+    keys: Mapping[Key, int] = field(repr=False)
     #: per (cell, dimension): the other cells of the cell's line in that dimension
     lines: dict[tuple[Key, int], list[int]] = field(repr=False)
     cell_keys: tuple[Key, ...] = field(repr=False)
@@ -60,24 +60,16 @@ class DeviationProblem:
     @classmethod
     def of(cls, table: Table, kept: Set[int]) -> DeviationProblem:
         a, lb, ub = table.arrays
-        parents: dict[int, list[int]] = {}
-        for relation in table.relations:
-            total = table.index(relation.total)
-            for m in relation.members:
-                parents.setdefault(table.index(m), []).append(total)
-        lines: dict[tuple[Key, int], list[int]] = {}
-        for i, key in enumerate(table.keys):
-            for j in range(len(key)):
-                lines.setdefault(((*key[:j], None, *key[j + 1 :]), j), []).append(i)
+        # the table's own structures, built once per table and shared read-only
         return cls(
             csr=table.matrix,
-            csc=table.matrix.tocsc(),
+            csc=table.csc,
             up_room=ub - a,
             down_room=a - lb,
             kept=np.array(sorted(kept), dtype=int),
-            parents=parents,
-            keys={key: i for i, key in enumerate(table.keys)},
-            lines=lines,
+            parents=table.parents,
+            keys=table.position,
+            lines=table.lines,
             cell_keys=table.keys,
         )
 

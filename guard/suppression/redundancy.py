@@ -113,7 +113,7 @@ class _DeviationLp:
     def __init__(self, table: Table, costs: np.ndarray) -> None:
         a, lb, ub = table.arrays
         self._csr: sparse.csr_matrix = table.matrix.tocsr()
-        self._csc: sparse.csc_matrix = table.matrix.tocsc()
+        self._csc: sparse.csc_matrix = table.csc
         self._up = ub - a
         self._down = a - lb
         top = float(costs.max(initial=0.0))

@@ -191,10 +191,12 @@ def _adopt(
 ) -> None:
     """Keep the ``prior`` deviations that are deviations of ``table`` moving only
     ``hidden`` cells (``Certificates.add`` checks ``A d = 0`` and the bounds exactly)."""
+    position = table.position
     for deviation in prior:
-        if not all(key in table for key in deviation):
-            continue
-        cells = np.fromiter((table.index(k) for k in deviation), dtype=np.int64, count=len(deviation))
+        try:  # positions looked up in C: a proof may move thousands of cells
+            cells = np.fromiter(map(position.__getitem__, deviation), dtype=np.int64, count=len(deviation))
+        except KeyError:
+            continue  # it moves a cell this table does not hold
         certificates.add(
             cells, np.fromiter(deviation.values(), dtype=np.float64, count=len(deviation)), hidden
         )
@@ -204,8 +206,9 @@ def _proofs(
     table: Table, certificates: Certificates, hidden: Iterable[int]
 ) -> tuple[Mapping[Key, float], ...]:
     """The deviations that prove the final pattern, by cell key."""
+    keys = table.keys
     return tuple(
-        {table.keys[int(i)]: float(v) for i, v in zip(cells, moves, strict=True)}
+        dict(zip(map(keys.__getitem__, cells.tolist()), moves.tolist(), strict=True))
         for cells, moves in certificates.deviations(within=set(hidden))
     )
 

@@ -60,8 +60,8 @@ def relation_violations(
     cell nobody asked for and no rule protects may be recovered."""
     group = same_unit(table, singletons)
     found = []
-    for r, relation in enumerate(table.relations):
-        withheld = {c for c in (table.index(k) for k in (relation.total, *relation.members)) if c in hidden}
+    for r, cells in enumerate(table.relation_cells):
+        withheld = {c for c in cells if c in hidden}
         for known in {group[c] for c in withheld if c in group}:
             unknown = withheld - known
             if len(unknown) == 1 and (guarded is None or not unknown.isdisjoint(guarded)):
@@ -124,8 +124,7 @@ def _relation_rule(
             return current
         for r in broken[:1]:  # one cell at a time: it may mend other relations too
             relation = table.relations[r]
-            cells = [table.index(k) for k in (relation.total, *relation.members)]
-            free = [c for c in cells if c not in current and c not in kept]
+            free = [c for c in table.relation_cells[r] if c not in current and c not in kept]
             if not free:
                 raise ProtectionInfeasible(
                     f"a relation of total {relation.total!r} would let a single contributor recover a "
@@ -144,16 +143,11 @@ def _insider_audit(
     certificates: Certificates | None,
 ) -> set[int]:
     current = set(hidden)
-    neighbours = _neighbours(table)
+    links = _links(table)
     whole = len(table) <= EXACT_INSIDER_LIMIT
     insiders = sorted({group[c] for c in current if c in group}, key=min)
     reach = {
-        known: (
-            _reach(neighbours, known, current)
-            if whole
-            else set().union(*(neighbours.get(c, set()) for c in known))
-        )
-        - known
+        known: (_reach(table, links, known, current) if whole else _next_to(table, links, known)) - known
         for known in insiders
     }
     if certificates is not None:
@@ -252,18 +246,31 @@ def _holds(total: Key, member: Key) -> bool:
     return all(t is TOTAL or t == m for t, m in zip(total, member, strict=True))
 
 
-def _reach(neighbours: dict[int, set[int]], start: frozenset[int], hidden: set[int]) -> set[int]:
+def _reach(table: Table, links: dict[int, list[int]], start: frozenset[int], hidden: set[int]) -> set[int]:
     """Cells an insider's knowledge can move: those linked to ``start`` through relations,
-    walking on withheld cells (a published cell is fixed for everyone already)."""
+    walking on withheld cells (a published cell is fixed for everyone already). Each
+    relation is walked once: a second walk would find only cells already seen."""
     seen = set(start)
     stack = list(start)
+    walked: set[int] = set()
+    cells = table.relation_cells
     while stack:
-        for other in neighbours.get(stack.pop(), ()):
-            if other not in seen:
-                seen.add(other)
-                if other in hidden:
-                    stack.append(other)
+        for r in links.get(stack.pop(), ()):
+            if r in walked:
+                continue
+            walked.add(r)
+            for other in cells[r]:
+                if other not in seen:
+                    seen.add(other)
+                    if other in hidden:
+                        stack.append(other)
     return seen
+
+
+def _next_to(table: Table, links: dict[int, list[int]], start: frozenset[int]) -> set[int]:
+    """The cells that share a relation with a cell of ``start`` (those cells included)."""
+    relations = {r for c in start for r in links.get(c, ())}
+    return {c for r in relations for c in table.relation_cells[r]}
 
 
 def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
@@ -292,11 +299,11 @@ def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
     return {c: frozenset(classes[root(c)]) for c in singletons}
 
 
-def _neighbours(table: Table) -> dict[int, set[int]]:
-    """Cells that share a relation with each cell."""
-    out: dict[int, set[int]] = {}
-    for relation in table.relations:
-        cells = [table.index(k) for k in (relation.total, *relation.members)]
+def _links(table: Table) -> dict[int, list[int]]:
+    """The relations each cell is in (cell to cell neighbour sets would be quadratic in
+    a total's members)."""
+    out: dict[int, list[int]] = {}
+    for r, cells in enumerate(table.relation_cells):
         for c in cells:
-            out.setdefault(c, set()).update(cells)
+            out.setdefault(c, []).append(r)
     return out

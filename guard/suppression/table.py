@@ -33,6 +33,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from types import MappingProxyType
 from typing import TypeVar
 
 import numpy as np
@@ -45,6 +46,11 @@ class Margin(Enum):
     """Marker for "all values of this dimension" in a cell key."""
 
     TOTAL = "TOTAL"
+
+    # a member is a singleton, equal only to itself: hash it by identity, in C. Enum's
+    # own __hash__ hashes the name in Python, and keys holding TOTAL are hashed millions
+    # of times on a large linked problem
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return "TOTAL"
@@ -211,6 +217,40 @@ class Table:
                 data.append(-1.0)
         shape = (len(self.relations), len(self.keys))
         return sparse.csr_matrix((np.array(data), (np.array(rows), np.array(cols))), shape=shape)
+
+    @cached_property
+    def csc(self) -> sparse.csc_matrix:
+        """:attr:`matrix` by columns (read-only: shared by every solver of this table)."""
+        return self.matrix.tocsc()
+
+    @cached_property
+    def position(self) -> Mapping[Key, int]:
+        """Each key's position (read-only)."""
+        return MappingProxyType(self._index)
+
+    @cached_property
+    def parents(self) -> dict[int, list[int]]:
+        """Per member cell, the totals of the relations it is in (read-only)."""
+        parents: dict[int, list[int]] = {}
+        for cells in self.relation_cells:
+            for m in cells[1:]:
+                parents.setdefault(m, []).append(cells[0])
+        return parents
+
+    @cached_property
+    def lines(self) -> dict[tuple[Key, int], list[int]]:
+        """Per (key with position j blanked to None, j): the cells on that line (read-only)."""
+        lines: dict[tuple[Key, int], list[int]] = {}
+        for i, key in enumerate(self.keys):
+            for j in range(len(key)):
+                lines.setdefault(((*key[:j], None, *key[j + 1 :]), j), []).append(i)
+        return lines
+
+    @cached_property
+    def relation_cells(self) -> tuple[tuple[int, ...], ...]:
+        """Per relation, the positions of its cells: the total first, then the members."""
+        index = self._index
+        return tuple((index[r.total], *[index[m] for m in r.members]) for r in self.relations)
 
     @cached_property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
