@@ -344,10 +344,19 @@ def _eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Resi
     pivot_row = int(np.flatnonzero(rest[:, pick])[0])
     pivot = rest[pivot_row]
     inverse = inverse_mod(int(pivot[pick]), p)
-    zeroed_star = (star - mul_mod(pivot, int(star[pick]) * inverse % p, p)) % p
+    columns = np.flatnonzero(pivot)
+    zeroed_star = star.copy()
+    if star[pick]:
+        factor = int(star[pick]) * inverse % p
+        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
     remaining = np.delete(rest, pivot_row, axis=0)
-    factors = mul_mod(remaining[:, pick], inverse, p)
-    remaining = (remaining - mul_mod(factors[:, None], pivot[None, :], p)) % p
+    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
+    # (the rows are sparse: updating the whole matrix cost most of a deep search)
+    changing = np.flatnonzero(remaining[:, pick])
+    if changing.size:
+        factors = mul_mod(remaining[changing, pick], inverse, p)
+        block = np.ix_(changing, columns)
+        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
     return zeroed_star, remaining
 
 

@@ -158,3 +158,67 @@ def test_decisions_with_carried_points_are_the_decisions_without(seed: int) -> N
                 released.append(members)
                 known.append(value)
         assert verdicts[False] == verdicts[True]
+
+
+def _oracle_verdict(
+    sets: SensitiveSets,
+    counts: Ids,
+    released: list[tuple[BitMap, float]],
+    candidate: tuple[BitMap, float],
+    bounds: tuple[float, float],
+) -> bool:
+    """The check's definition, by the scipy row LP per flagged set: every set reaches its
+    targets with the candidate released, or its interval does not move."""
+    from guard.history.sensitive import interval_targets
+
+    cells = Cells(counts)
+    after = [*released, candidate]
+    for number in range(len(sets.members)):
+        members = sets.members[number]
+        low, high = lp_interval(counts, after, members, bounds)
+        need_low, need_high = interval_targets(sets, cells, number, bounds)
+        slack = 1e-6 * max(1.0, abs(sets.totals[number]))
+        if high >= need_high - slack and low <= need_low + slack:
+            continue
+        before = lp_interval(counts, released, members, bounds) if released else None
+        if before is None or abs(before[0] - low) > slack or abs(before[1] - high) > slack:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_flagged_cells_alone_in_their_atoms_get_the_oracle_verdict(seed: int) -> None:
+    """A table where nearly every flagged set spans atoms that hold nothing else (the true
+    values' certificate proves none of them): 60 sets need an exact interval each, where
+    the old row-LP stage withheld past 32. The guard's verdict is the row LP's, set by
+    set."""
+    rng = np.random.default_rng(9000 + seed)
+    n = 120
+    bounds = (0.0, 60.0)
+    counts = np.ones(n, dtype=np.int64)
+    values = rng.uniform(0.0, 60.0, size=n) * (rng.random(n) < 0.7)
+    # flagged sets of two rows each, which the released sums put in different atoms
+    of = np.arange(n, dtype=np.int64) // 2
+    pairs = [np.array([i, i + 1], dtype=np.int64) for i in range(0, n, 2)]
+    sets = SensitiveSets(
+        of,
+        tuple(pairs),
+        tuple(float(values[pair].sum()) for pair in pairs),
+        tuple((0.6 * float(values[pair].sum()), 0.6 * float(values[pair].sum())) for pair in pairs),
+        values,
+    )
+    sums: list[tuple[BitMap, float]] = []
+    for _ in range(40):
+        members = np.flatnonzero(rng.random(n) < 0.5)
+        sums.append((BitMap(members.tolist()), float(values[members].sum())))
+    candidate = np.flatnonzero(rng.random(n) < 0.5)
+    value = float(values[candidate].sum())
+    released, known = [m for m, _ in sums], [v for _, v in sums]
+    carry = PointCarry()
+    verdict = protects_sensitive_sets(sets, Cells(counts), released, known, candidate, value, bounds, carry)
+    assert verdict == _oracle_verdict(sets, counts, sums, (BitMap(candidate.tolist()), value), bounds)
+    # a candidate that states one flagged pair's total: withheld, as the oracle says
+    pair = sets.members[int(rng.integers(0, n // 2))]
+    pinned = float(values[pair].sum())
+    verdict = protects_sensitive_sets(sets, Cells(counts), released, known, pair, pinned, bounds, carry)
+    assert verdict == _oracle_verdict(sets, counts, sums, (BitMap(pair.tolist()), pinned), bounds)
