@@ -41,11 +41,12 @@ from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
 from guard.history.exposure import Exposure
-from guard.history.inside import inside_one_set
+from guard.history.inside import eliminated, inside_one_set, left_null_space
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues
+from guard.history.unitmatrix import UnitMatrix
 
 __all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 
@@ -262,9 +263,10 @@ class GroupSearch:
             (vectors[i] - mul_mod(star, int(phi[i]), p)) % p for i in range(vectors.shape[0]) if i != first
         ]
         rest = np.array(others, dtype=np.int64).reshape(len(others), vectors.shape[1])
-        unit_sets: list[BitMap | None] = [self._unit_ids(exposure.rows_of(int(a))) for a in coordinates]
+        units = UnitMatrix.of([self._unit_ids(exposure.rows_of(int(a))) for a in coordinates])
         budget = [MAX_NODES]
-        found = self._branch(star, rest, unit_sets, BitMap(), p, budget)
+        alive = np.ones(coordinates.size, dtype=bool)
+        found = self._branch(star, rest, units, alive, np.zeros(units.count, dtype=bool), p, budget)
         if found is None:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         if found is False:
@@ -294,70 +296,52 @@ class GroupSearch:
         self,
         star: Residues,
         rest: Residues,
-        unit_sets: list[BitMap | None],
-        counted: BitMap,
+        units: UnitMatrix,
+        alive: npt.NDArray[np.bool_],
+        counted: npt.NDArray[np.bool_],
         p: int,
         budget: list[int],
     ) -> Residues | bool | None:
         """A vector v* + w (w in the row span of ``rest``) whose support's units, with
-        ``counted``, are fewer than k; False when none; None when over the budget."""
-        live = {i: units for i, units in enumerate(unit_sets) if units is not None}
+        ``counted`` (a mask over ``units``' unit numbers), are fewer than k; False when
+        none; None when over the budget. ``alive``: the coordinates still tracked (a
+        counted coordinate is not)."""
         while True:
             budget[0] -= 1
             if budget[0] < 0:
                 return None
             vanishing: npt.NDArray[np.bool_] = np.asarray(~rest.any(axis=0), dtype=bool)
-            forced = BitMap.union(counted, *(u for i, u in live.items() if vanishing[i] and star[i]))
-            if len(forced) >= self.k:
+            forced = units.with_units(counted, np.flatnonzero(alive & vanishing & (star != 0)))
+            known = int(forced.sum())
+            if known >= self.k:
                 return False
             # coordinates whose units are all counted cost nothing: let them be anything
-            cost = {i: u.difference_cardinality(forced) for i, u in live.items() if not vanishing[i]}
-            open_ = [i for i, new in cost.items() if new]
-            if not open_:
+            cost = units.new_units(forced)
+            open_ = alive & ~vanishing & (cost > 0)
+            if not open_.any():
                 return star  # every remaining freedom is free: v* itself fits
             # a coordinate whose units would reach k with those counted must be zero in
             # v: eliminate it without branching (the bound that keeps the search small)
-            full = [i for i in open_ if cost[i] + len(forced) >= self.k]
-            if not full:
+            full = np.flatnonzero(open_ & (cost + known >= self.k))
+            if not full.size:
                 break
-            for i in full:
+            for i in full.tolist():
                 if rest[:, i].any():
-                    star, rest = _eliminated(star, rest, i, p)
+                    star, rest = eliminated(star, rest, i, p)
                 elif star[i]:
                     return False  # v is nonzero there whatever w is: the group reaches k
-        # branch on the open coordinate bringing the fewest new units
-        pick = min(open_, key=cost.__getitem__)
+        # branch on the open coordinate bringing the fewest new units (the first of them)
+        choices = np.flatnonzero(open_)
+        pick = int(choices[np.argmin(cost[choices])])
         # 1. v is zero on ``pick``: eliminate it with a pivot row of V0
-        found = self._branch(*_eliminated(star, rest, pick, p), unit_sets, forced, p, budget)
+        found = self._branch(*eliminated(star, rest, pick, p), units, alive, forced, p, budget)
         if found is not False:
             return found
         # 2. ``pick`` is in the group: count its units and stop tracking it
-        counted_now = forced | live[pick]
-        dropped = list(unit_sets)
-        dropped[pick] = None
-        return self._branch(star, rest, dropped, counted_now, p, budget)
-
-
-def _eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
-    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
-    nonzero entry: the coordinate does not vanish)."""
-    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-    pivot = rest[pivot_row]
-    inverse = inverse_mod(int(pivot[pick]), p)
-    columns = np.flatnonzero(pivot)
-    zeroed_star = star.copy()
-    if star[pick]:
-        factor = int(star[pick]) * inverse % p
-        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
-    remaining = np.delete(rest, pivot_row, axis=0)
-    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
-    # (the rows are sparse: updating the whole matrix cost most of a deep search)
-    changing = np.flatnonzero(remaining[:, pick])
-    if changing.size:
-        factors = mul_mod(remaining[changing, pick], inverse, p)
-        block = np.ix_(changing, columns)
-        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
-    return zeroed_star, remaining
+        dropped = alive.copy()
+        dropped[pick] = False
+        counted_now = units.with_units(forced, np.array([pick]))
+        return self._branch(star, rest, units, dropped, counted_now, p, budget)
 
 
 def _peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
@@ -397,30 +381,3 @@ def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
     for i in range(coefficients.shape[1]):
         out = (out + mul_mod(coefficients[:, i][:, None], rows[i][None, :], p)) % p
     return out
-
-
-def left_null_space(matrix: Residues, p: int) -> Residues:
-    """A basis (rows) of {c : c^T matrix = 0 mod p}, by forward elimination on [matrix | I]:
-    the rows whose left part ends zero carry, on the right, the combinations."""
-    m, columns = matrix.shape
-    left = matrix % p
-    right = np.eye(m, dtype=np.int64)
-    pivot_row = 0
-    for column in range(columns):
-        if pivot_row == m:
-            break
-        candidates = np.flatnonzero(left[pivot_row:, column])
-        if not candidates.size:
-            continue
-        chosen = int(candidates[0]) + pivot_row
-        if chosen != pivot_row:
-            left[[pivot_row, chosen]] = left[[chosen, pivot_row]]
-            right[[pivot_row, chosen]] = right[[chosen, pivot_row]]
-        below = np.flatnonzero(left[pivot_row + 1 :, column]) + pivot_row + 1
-        if below.size:
-            factors = mul_mod(left[below, column], inverse_mod(int(left[pivot_row, column]), p), p)[:, None]
-            pivot = left[pivot_row, column:][None, :]
-            left[below, column:] = (left[below, column:] - mul_mod(factors, pivot, p)) % p
-            right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
-        pivot_row += 1
-    return right[pivot_row:].copy()
