@@ -58,6 +58,7 @@ from guard.suppression.model import (
     ProtectionLevels,
     SuppressionOptions,
     SuppressionResult,
+    level_blocks,
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
@@ -72,6 +73,9 @@ __all__ = ["choose_method", "suppress"]
 #: pattern is within 5 % of the optimum (on 20 x 20 tables it reaches the fewest cells
 #: where the exact rounds ran out of time; ``benchmarks/RESULTS.md``, session 12)
 _ONLINE_GAP = 0.05
+#: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
+#: the loop goes (others only when last)
+_NEARLY = 10
 
 
 def choose_method(table: Table, sensitive: int, options: SuppressionOptions) -> Method:
@@ -257,18 +261,26 @@ def _by_cuts(
 ) -> _Exact | None:
     """The capacity-cut MILP started from ``incumbent``; None unless strictly cheaper.
 
-    Every master pattern that misses some levels is completed by the heuristic and
-    pruned as the loop goes (a primal heuristic: the rounds' patterns differ, and the
-    cheapest completion is often not the last one's); the cheapest pattern found,
-    complete or completed, is kept."""
+    Every master pattern that misses only a few levels is completed by the heuristic
+    and pruned as the loop goes (a primal heuristic: the rounds' patterns differ, and the
+    cheapest completion is often not the last one's), the last pattern in any case; the
+    cheapest pattern found, complete or completed, is kept."""
     best: list[_Exact] = []
+    blocks = len(level_blocks(levels))
+    done: set[frozenset[int]] = set()
 
     def consider(found: _Exact | None) -> None:
         if found is not None and (not best or _cost(costs, found) < _cost(costs, best[0])):
             best[:] = [found]
 
     def completed(outcome: CutOutcome) -> None:
+        done.add(outcome.suppressed)
         consider(_completed(table, levels, costs, outcome, forced, kept, opts))
+
+    def nearly(outcome: CutOutcome) -> None:
+        # a completion costs about a round: only for patterns that miss few levels
+        if blocks - len(outcome.deviations) <= max(2, blocks // _NEARLY):
+            completed(outcome)
 
     outcome = solve_by_cuts(
         table,
@@ -279,13 +291,12 @@ def _by_cuts(
         start=incumbent,
         time_limit=opts.time_limit,
         gap=_ONLINE_GAP,
-        each=completed,
+        each=nearly,
     )
-    if outcome is not None and outcome.complete:
-        if outcome.proven:
-            best[:] = [_Exact(outcome.suppressed, _certified(table, outcome), True)]
-        else:
-            completed(outcome)  # pruned (an incomplete last pattern went to ``each``)
+    if outcome is not None and outcome.complete and outcome.proven:
+        best[:] = [_Exact(outcome.suppressed, _certified(table, outcome), True)]
+    elif outcome is not None and outcome.suppressed and outcome.suppressed not in done:
+        completed(outcome)  # completed (when it misses levels) and pruned
     if not best or _cost(costs, best[0]) >= costs[list(incumbent)].sum():
         return None
     return best[0]
