@@ -52,6 +52,8 @@ __all__ = ["PROOF_GAP", "CutOutcome", "solve_by_cuts"]
 _TOL = 1e-7
 #: deviations kept per level to try at later points before solving its LP
 _POOL = 4
+#: relative rise of the LP bound over 3 rounds below which the LP rounds stop
+_TAIL = 1e-3
 #: the master's relative gap for a proof of optimality (HiGHS's default)
 PROOF_GAP = 1e-4
 
@@ -156,13 +158,21 @@ def solve_by_cuts(
     best: CutOutcome | None = None
     while True:
         # the LP relaxation first, after every round too: cuts come cheaply from
-        # fractional points, and each MILP solve is dear
+        # fractional points, and each MILP solve is dear. Bounded: on 3-D tables the
+        # LP rounds alone can fill the time (35 rounds in 2 s on a 6x6x6), so they stop
+        # after half the time left, or once the bound rises by under _TAIL in 3 rounds
+        phase_end = time.perf_counter() + (deadline - time.perf_counter()) / 2
+        trail: list[float] = []
         while True:
             relaxed = master.solve(integral=False, seconds=deadline - time.perf_counter())
             if relaxed is None:
                 return result(last, best)
             if not last.suppressed:
                 last = CutOutcome(frozenset(), False, False, max(last.bound, relaxed[1]), {})
+            trail.append(relaxed[1])
+            tailing = len(trail) > 3 and trail[-1] - trail[-4] < _TAIL * max(1.0, abs(trail[-1]))
+            if tailing or time.perf_counter() > phase_end:
+                break
             added, _ = separate(relaxed[0])
             if not added:
                 break
