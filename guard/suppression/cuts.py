@@ -257,7 +257,6 @@ class _Master:
         highs.setOptionValue("time_limit", float(highs.getRunTime()) + float(seconds))
         given = integral and start is not None and bool(start.any())
         if given and start is not None:
-            highs.clearSolver()
             highs.setSolution(self._n, np.arange(self._n, dtype=np.int32), start)
         highs.run()
         if given and not self._consistent():

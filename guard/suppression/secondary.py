@@ -18,11 +18,12 @@ A pattern not proven optimal is then pruned (:mod:`~guard.suppression.redundancy
 complementary cells no sensitive cell needs are published, costliest first) and, up
 to ``cut_limit`` cells times sensitive cells and unless the heuristic was forced,
 improved by the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`),
-started from it, for ``time_limit`` seconds more; when time runs out first, its last
-master pattern is completed by the heuristic and pruned. The cheaper pattern is kept.
-On random tables with all margins this brings 15 x 15 and 5 x 5 x 5 tables within
-about 5 % of the fewest cells, 20 x 20 within about 10 %
-(``benchmarks/bench_optimality.py``).
+started from it, for ``time_limit`` seconds more (its master MILPs stopped within
+5 % of their optimum, see ``_ONLINE_GAP``); the master patterns that miss few levels,
+and the last one when time runs out first, are completed by the heuristic and pruned.
+The cheapest pattern is kept. On random tables with all margins this brings 15 x 15
+and 5 x 5 x 5 tables within about 5 % of the fewest cells, 20 x 20 within 0-11 %
+(``benchmarks/bench_optimality.py``; on a machine loaded 4x over, session 12).
 
 Either way the pattern is then verified against the true bounds. Both methods produce,
 for each sensitive cell and direction, an attacker deviation (MILP: the ``d`` vectors;
