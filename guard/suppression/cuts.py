@@ -22,13 +22,20 @@ and the master's bound is a lower bound throughout. Each level's LP optimum at t
 final pattern is an attacker deviation reaching it: the certificates of the pattern.
 
 Started from a known protecting pattern (the heuristic's), whose cost is the incumbent
-when time runs out first.
+when time runs out first. Online, each master MILP may stop within a loose gap (5 %):
+rounds get several times cheaper, and the first complete pattern is within that gap of
+the optimum; the loop then goes on at the proof's gap. A level is checked against the
+deviations that reached it at earlier points before its LP is solved (most levels stay
+reached from round to round). HiGHS 1.16 can report the optimum of a MIP given a start
+but return the start as its solution; the master checks that the vector costs what is
+reported and solves again without the start when not (before, the loop stopped at once
+with the start, "proven").
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Set
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 
 import highspy
@@ -39,10 +46,24 @@ from guard.highs import lp_model
 from guard.suppression.model import Levels, level_blocks
 from guard.suppression.table import Table
 
-__all__ = ["CutOutcome", "solve_by_cuts"]
+__all__ = ["PROOF_GAP", "CutOutcome", "solve_by_cuts"]
 
 #: relative shortfall below which a level counts as reached (the certificates decide)
 _TOL = 1e-7
+#: deviations kept per level to try at later points before solving its LP
+_POOL = 4
+#: relative rise of the LP bound over 3 rounds below which the LP rounds stop
+_TAIL = 1e-3
+#: the master's relative gap for a proof of optimality (HiGHS's default)
+PROOF_GAP = 1e-4
+
+
+def _within(d: np.ndarray, upper: np.ndarray, lower: np.ndarray) -> bool:
+    """Whether ``-lower <= d <= upper`` (the attacker LP's bounds at a point), with the
+    LP's own slack: ``d`` is then as good as the LP's optimum for reaching the level
+    (the certificates check the final pattern's deviations exactly)."""
+    slack = 1e-9 * max(1.0, float(np.abs(d).max(initial=0.0)))
+    return bool(np.all(d <= upper + slack) and np.all(-d <= lower + slack))
 
 
 @dataclass(frozen=True)
@@ -70,11 +91,22 @@ def solve_by_cuts(
     kept: Set[int] = frozenset(),
     start: Set[int] = frozenset(),
     time_limit: float = 10.0,
+    gap: float = PROOF_GAP,
+    each: Callable[[CutOutcome], None] | None = None,
 ) -> CutOutcome | None:
     """Cut loop within ``time_limit`` seconds, the master MILP started from the pattern
-    ``start`` when it satisfies the cuts. None when the solver failed; an incomplete
-    outcome when time ran out with a pattern that misses some levels (the caller may
-    complete it) or before any (empty ``suppressed``)."""
+    ``start`` when it satisfies the cuts. An incomplete outcome when time ran out with
+    a pattern that misses some levels (the caller may complete it) or before any
+    (empty ``suppressed``).
+
+    ``gap``: relative gap at which each master MILP may stop. A loose gap (e.g. 0.05)
+    makes each round much cheaper, and the cuts at a near-optimal point serve as well
+    as at the optimum; the first pattern that reaches every level is then within
+    ``gap`` of the optimum, and is kept while the loop goes on at :data:`PROOF_GAP`
+    (returned, with the latest bound, when time runs out).
+
+    ``each``: called with every master pattern that misses some levels (and the
+    deviations of the levels it reaches) before the next round, e.g. to complete it."""
     deadline = time.perf_counter() + time_limit
     a, lb, ub = table.arrays
     n = len(a)
@@ -85,9 +117,11 @@ def solve_by_cuts(
     hi[list(kept)] = 0.0
     blocks = level_blocks(levels)
     rooms = {p: (np.minimum(ub - a, max(lv)), np.minimum(a - lb, max(lv))) for p, lv in levels.items()}
-    master = _Master(costs, lo, hi)
+    master = _Master(costs, lo, hi, max(gap, PROOF_GAP))
     guess = np.zeros(n)
     guess[list(start)] = 1.0
+    #: per level, the last deviations that reached it (tried before its LP)
+    pool: dict[tuple[int, bool], list[np.ndarray]] = {}
 
     def separate(y: np.ndarray) -> tuple[int, dict[tuple[int, bool], np.ndarray]]:
         """Add the cuts ``y`` violates; the deviations of the levels it reaches."""
@@ -97,57 +131,115 @@ def solve_by_cuts(
             if time.perf_counter() > deadline:
                 break  # what was found stands; the caller completes the rest
             up, down = rooms[p]
+            known = next((d for d in pool.get((p, upward), ()) if _within(d, up * y, down * y)), None)
+            if known is not None:
+                # a deviation found before still fits: the level is reached, no LP
+                found[(p, upward)] = known
+                continue
             d, g = attacker.solve(y, up, down, p, upward)
             if d is not None and (d[p] if upward else -d[p]) >= level * (1 - _TOL):
                 found[(p, upward)] = d
+                recent = pool.setdefault((p, upward), [])
+                recent.insert(0, d)
+                del recent[_POOL:]
             elif g is not None and g @ y < level * (1 - _TOL):
                 master.add(g, level)
                 added += 1
         return added, found
 
+    def result(last: CutOutcome, best: CutOutcome | None) -> CutOutcome:
+        """Out of time or failed: the complete pattern of a loose round when there is
+        one (with the latest bound: every bound found holds), else the last."""
+        if best is None:
+            return last
+        return CutOutcome(best.suppressed, True, False, max(best.bound, last.bound), best.deviations)
+
     last = CutOutcome(frozenset(), False, False, float(costs @ lo), {})
+    best: CutOutcome | None = None
     while True:
         # the LP relaxation first, after every round too: cuts come cheaply from
-        # fractional points, and each MILP solve is dear
+        # fractional points, and each MILP solve is dear. Bounded: on 3-D tables the
+        # LP rounds alone can fill the time (35 rounds in 2 s on a 6x6x6), so they stop
+        # after half the time left, or once the bound rises by under _TAIL in 3 rounds
+        phase_end = time.perf_counter() + (deadline - time.perf_counter()) / 2
+        trail: list[float] = []
         while True:
             relaxed = master.solve(integral=False, seconds=deadline - time.perf_counter())
             if relaxed is None:
-                return last
+                return result(last, best)
             if not last.suppressed:
                 last = CutOutcome(frozenset(), False, False, max(last.bound, relaxed[1]), {})
+            trail.append(relaxed[1])
+            tailing = len(trail) > 3 and trail[-1] - trail[-4] < _TAIL * max(1.0, abs(trail[-1]))
+            if tailing or time.perf_counter() > phase_end:
+                break
             added, _ = separate(relaxed[0])
             if not added:
                 break
         solved = master.solve(integral=True, seconds=deadline - time.perf_counter(), start=guess)
         if solved is None:
-            return last
+            return result(last, best)
         y, bound, proven = solved
         y = np.round(y)
         added, found = separate(y)
         hidden = frozenset(int(i) for i in np.flatnonzero(y > 0.5))
         complete = len(found) == len(blocks)
-        last = CutOutcome(hidden, complete, proven and complete, bound, found)
+        tight = master.gap <= PROOF_GAP
+        last = CutOutcome(hidden, complete, proven and complete and tight, bound, found)
+        if complete and not tight:
+            # within the loose gap of the optimum: kept; on at the proof's gap from it
+            best = last
+            guess = y
+            master.gap = PROOF_GAP
+            continue
+        if not complete and each is not None:
+            each(last)
         if complete or not added:
-            # reached, or a level neither reached nor cut (solver trouble): the caller
-            # completes what is missing
-            return last
+            # reached, or a level neither reached nor cut (out of time while
+            # separating, or solver trouble): the caller completes what is missing
+            return last if complete else result(last, best)
 
 
 class _Master:
     """``min c y`` over the cuts so far, one HiGHS model kept across rounds."""
 
-    def __init__(self, costs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+    def __init__(self, costs: np.ndarray, lo: np.ndarray, hi: np.ndarray, gap: float) -> None:
         self._n = len(costs)
+        self._costs = costs
         empty = np.empty(0)
         self._highs = lp_model(sparse.csc_matrix((0, self._n)), costs, lo, hi, empty, empty)
-        self._highs.setOptionValue("mip_rel_gap", 1e-4)
         self._integral = False
+        self._gap = gap
+        self._highs.setOptionValue("mip_rel_gap", float(gap))
+
+    @property
+    def gap(self) -> float:
+        """The relative gap at which a MILP solve stops."""
+        return self._gap
+
+    @gap.setter
+    def gap(self, value: float) -> None:
+        self._gap = value
+        self._highs.setOptionValue("mip_rel_gap", float(value))
 
     def add(self, g: np.ndarray, rhs: float) -> None:
-        """The cut ``g y >= rhs`` (only its zero coefficients dropped: keeping every
-        positive one keeps it valid)."""
+        """The cut ``g y >= rhs``, each coefficient lowered to at most ``rhs``: for
+        binary ``y`` one term of at least ``rhs`` meets it alone, so the lowered cut
+        holds wherever the original does, and its LP relaxation is tighter. Zero
+        coefficients are dropped (keeping every positive one keeps it valid)."""
         index = np.flatnonzero(g > 0).astype(np.int32)
-        self._highs.addRow(float(rhs), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
+        values = np.minimum(g[index], rhs).astype(np.float64)
+        self._highs.addRow(float(rhs), highspy.kHighsInf, len(index), index, values)
+
+    def _consistent(self) -> bool:
+        """Whether the solution HiGHS returns costs what it reports (after a MIP)."""
+        highs = self._highs
+        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return True  # no claim to check (out of time: the dual bound is used)
+        y = np.round(np.asarray(highs.getSolution().col_value, dtype=np.float64))
+        cost = float(self._costs @ y)
+        reported = float(highs.getInfo().objective_function_value)
+        return abs(cost - reported) <= 1e-6 * max(1.0, abs(cost))
 
     def solve(
         self, *, integral: bool, seconds: float, start: np.ndarray | None = None
@@ -163,16 +255,26 @@ class _Master:
             self._integral = integral
         # HiGHS counts its limit on the instance's clock, which runs on across solves
         highs.setOptionValue("time_limit", float(highs.getRunTime()) + float(seconds))
-        if integral and start is not None and start.any():
+        given = integral and start is not None and bool(start.any())
+        if given and start is not None:
             highs.setSolution(self._n, np.arange(self._n, dtype=np.int32), start)
         highs.run()
+        if given and not self._consistent():
+            # HiGHS 1.16 may report the optimum of the MIP it solved but hand back the
+            # start as its solution (on 2-D tables, often: "optimal" at cost 9 with the
+            # 12-cell start): solved again without it
+            highs.clearSolver()
+            highs.run()
         status = highs.getModelStatus()
         info = highs.getInfo()
         proven = status == highspy.HighsModelStatus.kOptimal
         if not proven and not (integral and info.primal_solution_status):
             return None
         y = np.asarray(highs.getSolution().col_value, dtype=np.float64)
-        bound = float(info.objective_function_value) if not integral or proven else float(info.mip_dual_bound)
+        # claim optimality only for the vector returned: its cost must be the optimum
+        proven = proven and (not integral or self._consistent())
+        # a MILP stopped at a loose gap is "optimal" for HiGHS: its bound is the dual one
+        bound = float(info.mip_dual_bound) if integral else float(info.objective_function_value)
         return y, bound, proven
 
 

@@ -193,3 +193,60 @@ def test_pattern_stays_secret_dependent(cube_table: CubeTable) -> None:
         protected(table, {table.index(k) for k in r.suppressed}, required_levels(table, requirements))
         for r in results
     )
+
+
+# (shape, seed) of problem() where the pruned heuristic withholds one cell more than the
+# proven optimum (6 cells against 7 on both)
+BEATEN = [((6, 6), 2), ((7, 5), 2)]
+
+
+@pytest.mark.parametrize(("shape", "seed"), BEATEN)
+def test_cut_loop_started_from_a_costlier_pattern_proves_the_optimum(
+    cube_table: CubeTable, shape: tuple[int, ...], seed: int
+) -> None:
+    # HiGHS 1.16 could hand back the start as its solution while reporting the cheaper
+    # optimum: the loop then stopped at once, "proven", with the start's cells
+    table, levels = problem(cube_table, shape, seed)
+    costs = base_weights(table, Weight.COUNT)
+    start = solve_heuristic(table, levels, costs, Certificates(table))
+    full = solve_optimal(table, levels, costs, time_limit=30)
+    cut = solve_by_cuts(table, levels, costs, start=start, time_limit=30)
+    assert full is not None and full.proven
+    assert cut is not None and cut.complete and cut.proven
+    optimum = costs[list(full.suppressed)].sum()
+    assert costs[list(cut.suppressed)].sum() == pytest.approx(optimum)
+    assert costs[list(start)].sum() > optimum
+    assert cut.bound <= optimum + 1e-6
+    assert protected(table, set(cut.suppressed), levels)
+
+
+@pytest.mark.parametrize(("shape", "seed"), BEATEN)
+def test_suppress_above_the_milp_limit_reaches_the_optimum(
+    cube_table: CubeTable, shape: tuple[int, ...], seed: int
+) -> None:
+    # the heuristic's pruned pattern (one cell too many) improved by the cut loop to the
+    # full MILP's proven optimum; the released pattern passes the independent audit
+    table, levels = problem(cube_table, shape, seed)
+    requirements = {table.keys[p]: Protection(*lv) for p, lv in levels.items()}
+    costs = base_weights(table, Weight.COUNT)
+    full = solve_optimal(table, levels, costs, time_limit=30)
+    assert full is not None and full.proven
+    options = SuppressionOptions(weight=Weight.COUNT, optimal_limit=0, perturbation=0, time_limit=2.0)
+    result = suppress(table, requirements, options=options, seed=seed)
+    withheld = {table.index(k) for k in result.suppressed}
+    assert len(withheld) == len(full.suppressed)
+    assert protected(table, withheld, levels)
+
+
+def test_a_loose_gap_still_returns_a_protecting_pattern_and_a_valid_bound(cube_table: CubeTable) -> None:
+    # rounds stopped 5 % from the master's optimum: the first complete pattern is kept and
+    # the loop goes on at the proof's gap; the bound never exceeds the proven optimum
+    table, levels = problem(cube_table, (8, 8), 6)
+    costs = base_weights(table, Weight.COUNT)
+    full = solve_optimal(table, levels, costs, time_limit=30)
+    cut = solve_by_cuts(table, levels, costs, time_limit=30, gap=0.05)
+    assert full is not None and full.proven and cut is not None and cut.complete
+    optimum = costs[list(full.suppressed)].sum()
+    assert cut.bound <= optimum + 1e-6
+    assert costs[list(cut.suppressed)].sum() <= 1.05 * optimum + 1e-9
+    assert protected(table, set(cut.suppressed), levels)
