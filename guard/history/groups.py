@@ -60,8 +60,9 @@ MAX_ROW_WORK = 400_000
 MAX_TIDY = 32
 #: releases after which a small basis atom that could not be exchanged is tried again
 _RETRY_GROWTH = 16
-#: nodes of the branch and bound one decision may visit
-MAX_NODES = 5_000
+#: nodes of the branch and bound one decision may visit (5,000 while each node updated
+#: whole matrices and bitmaps per coordinate; the Fair session's Q12 needs ~20,000)
+MAX_NODES = 20_000
 
 
 class GroupVerdict(Enum):
