@@ -150,34 +150,56 @@ class GroupSearch:
     def tidy(self, auditor: SpanAuditor) -> int:
         """After a release: move small atoms out of the basis wherever a large non-basis
         atom can take their place (its row is nonzero there), so that the positions the
-        next check must read exactly stay few. Returns the number of exchanges."""
+        next check must read exactly stay few. Returns the number of exchanges.
+
+        The rows of the positions tried are read together (one pass over the stored
+        sets, ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
+        not yet visited: after atom a enters at position j, M^-1 changes by
+        -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
+        R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
+        those a fresh read would give, and so are the exchanges."""
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
-        positions = np.flatnonzero(small_of(atoms))
-        moved = 0
-        tried = 0
-        for position in positions.tolist():
+        tried: list[int] = []
+        for position in np.flatnonzero(small_of(atoms)).tolist():
             atom = int(atoms[position])
             last = self._stuck.get(position)
             # a small atom no large atom could replace stays where it is (its row is a
             # combination of answers on small atoms only) until the basis has grown a bit
             if last is not None and last[0] == atom and auditor.rank < last[1] + _RETRY_GROWTH:
                 continue
-            if tried == MAX_TIDY:
+            if len(tried) == MAX_TIDY:
                 break
-            tried += 1
-            row = auditor.basis_row(position)
+            tried.append(position)
+        if not tried:
+            return 0
+        p = auditor.prime
+        rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
+        entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
+        moved = 0
+        for t, position in enumerate(tried):
+            row = np.zeros(partition.atom_count, dtype=np.int64)
+            start, end = rows.indptr[t], rows.indptr[t + 1]
+            row[rows.indices[start:end]] = rows.data[start:end]
+            for atom, support, values in entered:
+                factor = int(row[atom])
+                if factor:
+                    row[support] = (row[support] - mul_mod(values, factor, p)) % p
             candidates = np.flatnonzero(row)
             candidates = candidates[~auditor.in_basis(candidates)]
             large = candidates[~small_of(candidates)] if candidates.size else candidates
             if large.size:
                 sizes = partition.sizes()[large]
-                auditor.exchange(position, int(large[int(np.argmax(sizes))]))
+                chosen = int(large[int(np.argmax(sizes))])
+                auditor.exchange(position, chosen)
+                scaled = mul_mod(row, inverse_mod(int(row[chosen]), p), p)
+                support = np.flatnonzero(scaled).astype(np.int64)
+                entered.append((chosen, support, scaled[support]))
                 self._stuck.pop(position, None)
                 moved += 1
             else:
-                self._stuck[position] = (atom, auditor.rank)
+                self._stuck[position] = (int(atoms[position]), auditor.rank)
         return moved
 
     def _classifier(

@@ -43,6 +43,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 import numpy.typing as npt
+from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
@@ -168,6 +169,15 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if support.size:
             values[probe.order] = self._released.weighted_membership(probe, coefficients, support, self._p)
         return values
+
+    def basis_rows(self, positions: Ids) -> csr_matrix:
+        """Rows ``positions`` of M^-1 A on every atom (mod p): a sparse len(positions) x
+        atoms matrix (no stored zeros), each stored set read once for all the rows."""
+        positions = np.asarray(positions, dtype=np.int64)
+        owner, query, value = self._basis.inverse_triplets(positions)
+        coefficients = csr_matrix((value, (owner, query)), shape=(positions.size, self.rank))
+        rows, _ = self._released.combinations(coefficients, self.atom_probe(), self._p)
+        return rows
 
     def inverse_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1: the coefficient of each independent released query
