@@ -124,6 +124,12 @@ def main() -> None:
         "--progress", type=int, default=500, help="print a progress line (stderr) every N queries"
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / ".data")
+    parser.add_argument(
+        "--times",
+        type=Path,
+        default=None,
+        help="also write each query's audit and request ms to this CSV, as it runs",
+    )
     args = parser.parse_args()
 
     data = generate(args.out, args.rows, 1, 20240601, 5)
@@ -142,6 +148,9 @@ def main() -> None:
         total_ms: list[float] = []
         outcomes = {"answered": 0, "withheld some": 0, "refused": 0, "of which over the search budget": 0}
         window_start = 0
+        times = args.times.open("w") if args.times else None
+        if times:
+            print("query,audit_ms,request_ms,outcome", file=times, flush=True)
         print(
             f"{'window':>13} {'audit p50':>10} {'p95':>8} {'max':>8} {'request p50':>12} {'p95':>8} "
             f"{'rank':>6} {'state MB':>9}"
@@ -153,31 +162,34 @@ def main() -> None:
             try:
                 result = guard.query(sql, "alice")
             except GuardError as error:
-                outcomes["refused"] += 1
+                outcome = "refused"
                 outcomes["of which over the search budget"] += "did not finish" in str(error)
             else:
                 withheld = any("history audit" in note for note in result.notes)
-                outcomes["withheld some" if withheld else "answered"] += 1
+                outcome = "withheld some" if withheld else "answered"
                 budget = any("did not finish" in note for note in result.notes)
                 outcomes["of which over the search budget"] += budget
+            outcomes[outcome] += 1
             total_ms.append((time.perf_counter() - began) * 1000)
             audit_ms.append(sets.last + screen.last)
+            if times:
+                print(f"{n},{audit_ms[-1]:.3f},{total_ms[-1]:.3f},{outcome}", file=times, flush=True)
             if n % args.progress == 0:
                 recent = audit_ms[-args.progress :]
+                rank, memory = _state(guard)
                 print(
                     f"  {n:,} queries, {time.perf_counter() - started:,.0f} s; last "
                     f"{args.progress}: audit p50 {statistics.median(recent):.2f} ms, "
                     f"p95 {percentile(recent, 95):.2f} ms, "
-                    f"request p50 {statistics.median(total_ms[-args.progress :]):.2f} ms",
+                    f"request p50 {statistics.median(total_ms[-args.progress :]):.2f} ms; "
+                    f"rank {rank}, state {memory:.1f} MB",
                     file=sys.stderr,
                     flush=True,
                 )
             if n in checkpoints:
                 window = audit_ms[window_start:]
                 requests = total_ms[window_start:]
-                states = guard.history._states.values()
-                rank = sum(s.auditor.rank for s in states)
-                memory = sum(s.auditor.nbytes() + s.auditor.history_nbytes() for s in states) / 1e6
+                rank, memory = _state(guard)
                 print(
                     f"{window_start + 1:>6}-{n:<6} {statistics.median(window):>10.2f} "
                     f"{percentile(window, 95):>8.2f} {max(window):>8.2f} "
@@ -187,7 +199,17 @@ def main() -> None:
                 )
                 window_start = n
         print("outcomes:", ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+        if times:
+            times.close()
         guard.close()
+
+
+def _state(guard: Guard) -> tuple[int, float]:
+    """The audit states' total rank and memory (MB: state plus stored query sets)."""
+    assert guard.history is not None
+    states = guard.history._states.values()
+    rank = sum(s.auditor.rank for s in states)
+    return rank, sum(s.auditor.nbytes() + s.auditor.history_nbytes() for s in states) / 1e6
 
 
 if __name__ == "__main__":
