@@ -179,9 +179,7 @@ class GroupSearch:
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
         for t, position in enumerate(tried):
-            row = np.zeros(partition.atom_count, dtype=np.int64)
-            start, end = rows.indptr[t], rows.indptr[t + 1]
-            row[rows.indices[start:end]] = rows.data[start:end]
+            row = rows[t]
             for atom, support, values in entered:
                 factor = int(row[atom])
                 if factor:

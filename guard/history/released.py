@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix
 
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
@@ -99,6 +99,23 @@ class ReleasedSets:
         columns = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
         data = np.ones(columns.size, dtype=np.int64)
         return csr_matrix((data, columns, np.asarray(indptr)), shape=(len(sets), probe.rows.size))
+
+    def weighted_rows(self, coefficients: csr_matrix, probe: Probe, p: int) -> npt.NDArray[np.int64]:
+        """Dense: row i is, for each of the probe's rows (in the probe's sorted order), the
+        sum mod p of ``coefficients[i, j]`` (residues) over the sets j that contain it.
+        Each set is intersected once for all the rows that use it (a few rows: cheaper
+        than building the sparse product of ``combinations``)."""
+        by_set = csc_matrix(coefficients, dtype=np.int64)
+        total = np.zeros((coefficients.shape[0], probe.rows.size), dtype=np.int64)
+        pointer, rows, values = by_set.indptr, by_set.indices, by_set.data
+        for count, j in enumerate(np.flatnonzero(np.diff(pointer)).tolist(), start=1):
+            hits = probe.hits(self._sets[j])
+            for t in range(int(pointer[j]), int(pointer[j + 1])):
+                line = total[int(rows[t])]
+                line[hits] += values[t]
+            if count % SUM_CHUNK == 0:  # each row gains at most one residue per set
+                total %= p
+        return total % p
 
     def combinations(self, coefficients: csr_matrix, probe: Probe, p: int) -> tuple[csr_matrix, int]:
         """Row i: the sum mod p of ``coefficients[i, j]`` (residues, no stored zeros) over

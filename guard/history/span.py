@@ -170,14 +170,16 @@ class SpanAuditor(PairSearch, DisclosureReport):
             values[probe.order] = self._released.weighted_membership(probe, coefficients, support, self._p)
         return values
 
-    def basis_rows(self, positions: Ids) -> csr_matrix:
-        """Rows ``positions`` of M^-1 A on every atom (mod p): a sparse len(positions) x
-        atoms matrix (no stored zeros), each stored set read once for all the rows."""
+    def basis_rows(self, positions: Ids) -> Residues:
+        """Rows ``positions`` of M^-1 A on every atom (mod p), dense (len(positions) x
+        atoms; for a few positions), each stored set read once for all the rows."""
         positions = np.asarray(positions, dtype=np.int64)
+        probe = self.atom_probe()
         owner, query, value = self._basis.inverse_triplets(positions)
         coefficients = csr_matrix((value, (owner, query)), shape=(positions.size, self.rank))
-        rows, _ = self._released.combinations(coefficients, self.atom_probe(), self._p)
-        return rows
+        values = np.zeros((positions.size, self._partition.atom_count), dtype=np.int64)
+        values[:, probe.order] = self._released.weighted_rows(coefficients, probe, self._p)
+        return values
 
     def inverse_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1: the coefficient of each independent released query
