@@ -40,6 +40,7 @@ from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
+from guard.history.elimination import combine, eliminated, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
@@ -129,7 +130,7 @@ class GroupSearch:
         rows = csr_matrix(rows[:, touched])  # columns: the touched atoms, in order
         large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part that holds a new query's row
-        keep = _peeled(rows[:, large]) & _linked_to(rows, novelty != 0)
+        keep = peeled(rows[:, large]) & linked_to(rows, novelty != 0)
         if not (novelty[keep]).any():
             return _CLEAR
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
@@ -140,11 +141,11 @@ class GroupSearch:
         null = left_null_space(on_large.toarray(), p)
         if not null.shape[0]:
             return _CLEAR
-        phi = _combine(null, novelty[:, None], p)[:, 0]
+        phi = combine(null, novelty[:, None], p)[:, 0]
         if not phi.any():
             return _CLEAR  # only combinations the earlier answers already held
         coordinates = touched[small]
-        vectors = _combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
+        vectors = combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
         return self._smallest(exposure, vectors, coordinates, phi)
 
     def tidy(self, auditor: SpanAuditor) -> int:
@@ -344,13 +345,13 @@ class GroupSearch:
                 break
             for i in full:
                 if rest[:, i].any():
-                    star, rest = _eliminated(star, rest, i, p)
+                    star, rest = eliminated(star, rest, i, p)
                 elif star[i]:
                     return False  # v is nonzero there whatever w is: the group reaches k
         # branch on the open coordinate bringing the fewest new units
         pick = min(open_, key=cost.__getitem__)
         # 1. v is zero on ``pick``: eliminate it with a pivot row of V0
-        found = self._branch(*_eliminated(star, rest, pick, p), unit_sets, forced, p, budget)
+        found = self._branch(*eliminated(star, rest, pick, p), unit_sets, forced, p, budget)
         if found is not False:
             return found
         # 2. ``pick`` is in the group: count its units and stop tracking it
@@ -358,82 +359,3 @@ class GroupSearch:
         dropped = list(unit_sets)
         dropped[pick] = None
         return self._branch(star, rest, dropped, counted_now, p, budget)
-
-
-def _eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
-    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
-    nonzero entry: the coordinate does not vanish)."""
-    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-    pivot = rest[pivot_row]
-    inverse = inverse_mod(int(pivot[pick]), p)
-    zeroed_star = (star - mul_mod(pivot, int(star[pick]) * inverse % p, p)) % p
-    remaining = np.delete(rest, pivot_row, axis=0)
-    factors = mul_mod(remaining[:, pick], inverse, p)
-    remaining = (remaining - mul_mod(factors[:, None], pivot[None, :], p)) % p
-    return zeroed_star, remaining
-
-
-def _peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
-    """Rows that may be in a combination vanishing on every column: a row that is alone
-    nonzero in some column never is, and dropping it may leave others alone."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
-    alive = np.ones(nonzero.shape[0], dtype=bool)
-    while True:
-        live = alive[row]
-        counts = np.bincount(column[live], minlength=nonzero.shape[1])
-        lonely = np.zeros(nonzero.shape[0], dtype=bool)
-        lonely[row[live & (counts[column] == 1)]] = True
-        if not lonely.any():
-            return alive
-        alive &= ~lonely
-
-
-def _linked_to(nonzero: csr_matrix, seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """Rows connected to a seed row through shared nonzero columns."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
-    linked = seeds.copy()
-    columns = np.zeros(nonzero.shape[1], dtype=bool)
-    while True:
-        columns[column[linked[row]]] = True
-        grown = linked.copy()
-        grown[row[columns[column]]] = True
-        if (grown == linked).all():
-            return linked
-        linked = grown
-
-
-def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
-    """coefficients @ rows mod p without overflow (residues < 2**50)."""
-    out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
-    for i in range(coefficients.shape[1]):
-        out = (out + mul_mod(coefficients[:, i][:, None], rows[i][None, :], p)) % p
-    return out
-
-
-def left_null_space(matrix: Residues, p: int) -> Residues:
-    """A basis (rows) of {c : c^T matrix = 0 mod p}, by forward elimination on [matrix | I]:
-    the rows whose left part ends zero carry, on the right, the combinations."""
-    m, columns = matrix.shape
-    left = matrix % p
-    right = np.eye(m, dtype=np.int64)
-    pivot_row = 0
-    for column in range(columns):
-        if pivot_row == m:
-            break
-        candidates = np.flatnonzero(left[pivot_row:, column])
-        if not candidates.size:
-            continue
-        chosen = int(candidates[0]) + pivot_row
-        if chosen != pivot_row:
-            left[[pivot_row, chosen]] = left[[chosen, pivot_row]]
-            right[[pivot_row, chosen]] = right[[chosen, pivot_row]]
-        below = np.flatnonzero(left[pivot_row + 1 :, column]) + pivot_row + 1
-        if below.size:
-            factors = mul_mod(left[below, column], inverse_mod(int(left[pivot_row, column]), p), p)[:, None]
-            pivot = left[pivot_row, column:][None, :]
-            left[below, column:] = (left[below, column:] - mul_mod(factors, pivot, p)) % p
-            right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
-        pivot_row += 1
-    return right[pivot_row:].copy()
