@@ -93,6 +93,10 @@ class InverseBasis:
         """Row ``position`` of M^-1 as (query indices, nonzero coefficients)."""
         return self._rows.line(position)
 
+    def inverse_triplets(self, positions: Ids) -> tuple[Ids, Ids, Residues]:
+        """Rows ``positions`` of M^-1 as (i, query, residue) entries, i indexing ``positions``."""
+        return self._rows.triplets(np.asarray(positions, dtype=np.int64))
+
     def combine(self, positions: Ids) -> Residues:
         """v^T = q_B M^-1 for the query covering the basis atoms at ``positions``."""
         return self._rows.gather(np.asarray(positions, dtype=np.int64), self.rank)

@@ -130,8 +130,8 @@ class Exposure:
         done (stored sets read), for the caller's budget.
 
         Each stored set with a nonzero coefficient is intersected once with the atoms'
-        representative rows; the rows are then one sparse product (``SparseLines`` keeps
-        M'^-1's rows sparse), split in 25-bit halves so that int64 sums stay exact. The
+        representative rows; the rows are then one exact sparse product
+        (``ReleasedSets.combinations``; ``SparseLines`` keeps M'^-1's rows sparse). The
         cost follows the entries of the sets read, never positions x atoms."""
         cut, p = self.step.cut, self.p
         old = cut.atom_count_before
@@ -140,15 +140,7 @@ class Exposure:
         v = self.basis.combine(self.step.in_query)
         owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
         coefficients = _reduced(csr_matrix((value, (owner, query)), shape=(m, self.basis.rank)), p)
-        used = np.unique(coefficients.indices).astype(np.int64)
-        on_old = csr_matrix((m, old), dtype=np.int64)
-        if used.size:
-            membership = self.released.membership(used, self.probe)  # used x old, 0/1
-            coefficients = coefficients[:, used]
-            high = _halves(coefficients, coefficients.data >> _HALF) @ membership
-            low = _halves(coefficients, coefficients.data & _LOW) @ membership
-            high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
-            on_old = _reduced(high + low, p)
+        on_old, used = self.released.combinations(coefficients, self.probe, p)  # m x old
         novelty = self.novelty()[positions]
         parent = np.concatenate([np.arange(old, dtype=np.int64), cut.split]).astype(np.int64)
         inside = np.flatnonzero(self.in_query())
@@ -161,23 +153,17 @@ class Exposure:
             shape=(m, parent.size),
             dtype=np.int64,
         )
-        return _reduced(on_old[:, parent] + added, p), int(used.size)
+        return _reduced(on_old[:, parent] + added, p, duplicates=False), used
 
 
-_HALF = 25
-_LOW = (1 << _HALF) - 1
-
-
-def _halves(matrix: csr_matrix, data: Residues) -> csr_matrix:
-    """``matrix``'s pattern with other values: 25-bit halves, whose products with a 0/1
-    matrix sum exactly in int64 over any number of sets."""
-    return csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
-
-
-def _reduced(matrix: csr_matrix, p: int) -> csr_matrix:
-    """``matrix`` mod p without stored zeros (sums of residues that cancel mod p)."""
+def _reduced(matrix: csr_matrix, p: int, *, duplicates: bool = True) -> csr_matrix:
+    """``matrix`` mod p without stored zeros (sums of residues that cancel mod p).
+    ``duplicates=False``: the caller knows no entry is stored twice (a sparse product or
+    sum), so the entries are not sorted to merge them (the order of a row's entries
+    changes no decision: the group search reads the rows as sets of entries)."""
     out = csr_matrix(matrix, dtype=np.int64)
-    out.sum_duplicates()
+    if duplicates:
+        out.sum_duplicates()
     out.data %= p
     out.eliminate_zeros()
     return out

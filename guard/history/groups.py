@@ -40,8 +40,9 @@ from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
+from guard.history.elimination import combine, eliminated, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
-from guard.history.inside import eliminated, inside_one_set, left_null_space
+from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
 from guard.history.span import SpanAuditor
@@ -132,7 +133,7 @@ class GroupSearch:
         rows = csr_matrix(rows[:, touched])  # columns: the touched atoms, in order
         large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part that holds a new query's row
-        keep = _peeled(rows[:, large]) & _linked_to(rows, novelty != 0)
+        keep = peeled(rows[:, large]) & linked_to(rows, novelty != 0)
         if not (novelty[keep]).any():
             return _CLEAR
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
@@ -143,44 +144,64 @@ class GroupSearch:
         null = left_null_space(on_large.toarray(), p)
         if not null.shape[0]:
             return _CLEAR
-        phi = _combine(null, novelty[:, None], p)[:, 0]
+        phi = combine(null, novelty[:, None], p)[:, 0]
         if not phi.any():
             return _CLEAR  # only combinations the earlier answers already held
         coordinates = touched[small]
-        vectors = _combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
+        vectors = combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
         return self._smallest(exposure, vectors, coordinates, phi)
 
     def tidy(self, auditor: SpanAuditor) -> int:
         """After a release: move small atoms out of the basis wherever a large non-basis
         atom can take their place (its row is nonzero there), so that the positions the
-        next check must read exactly stay few. Returns the number of exchanges."""
+        next check must read exactly stay few. Returns the number of exchanges.
+
+        The rows of the positions tried are read together (one pass over the stored
+        sets, ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
+        not yet visited: after atom a enters at position j, M^-1 changes by
+        -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
+        R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
+        those a fresh read would give, and so are the exchanges."""
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
-        positions = np.flatnonzero(small_of(atoms))
-        moved = 0
-        tried = 0
-        for position in positions.tolist():
+        tried: list[int] = []
+        for position in np.flatnonzero(small_of(atoms)).tolist():
             atom = int(atoms[position])
             last = self._stuck.get(position)
             # a small atom no large atom could replace stays where it is (its row is a
             # combination of answers on small atoms only) until the basis has grown a bit
             if last is not None and last[0] == atom and auditor.rank < last[1] + _RETRY_GROWTH:
                 continue
-            if tried == MAX_TIDY:
+            if len(tried) == MAX_TIDY:
                 break
-            tried += 1
-            row = auditor.basis_row(position)
+            tried.append(position)
+        if not tried:
+            return 0
+        p = auditor.prime
+        rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
+        entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
+        moved = 0
+        for t, position in enumerate(tried):
+            row = rows[t]
+            for atom, support, values in entered:
+                factor = int(row[atom])
+                if factor:
+                    row[support] = (row[support] - mul_mod(values, factor, p)) % p
             candidates = np.flatnonzero(row)
             candidates = candidates[~auditor.in_basis(candidates)]
             large = candidates[~small_of(candidates)] if candidates.size else candidates
             if large.size:
                 sizes = partition.sizes()[large]
-                auditor.exchange(position, int(large[int(np.argmax(sizes))]))
+                chosen = int(large[int(np.argmax(sizes))])
+                auditor.exchange(position, chosen)
+                scaled = mul_mod(row, inverse_mod(int(row[chosen]), p), p)
+                support = np.flatnonzero(scaled).astype(np.int64)
+                entered.append((chosen, support, scaled[support]))
                 self._stuck.pop(position, None)
                 moved += 1
             else:
-                self._stuck[position] = (atom, auditor.rank)
+                self._stuck[position] = (int(atoms[position]), auditor.rank)
         return moved
 
     def _classifier(
@@ -343,42 +364,3 @@ class GroupSearch:
         dropped[pick] = False
         counted_now = units.with_units(forced, np.array([pick]))
         return self._branch(star, rest, units, dropped, counted_now, p, budget)
-
-
-def _peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
-    """Rows that may be in a combination vanishing on every column: a row that is alone
-    nonzero in some column never is, and dropping it may leave others alone."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
-    alive = np.ones(nonzero.shape[0], dtype=bool)
-    while True:
-        live = alive[row]
-        counts = np.bincount(column[live], minlength=nonzero.shape[1])
-        lonely = np.zeros(nonzero.shape[0], dtype=bool)
-        lonely[row[live & (counts[column] == 1)]] = True
-        if not lonely.any():
-            return alive
-        alive &= ~lonely
-
-
-def _linked_to(nonzero: csr_matrix, seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-    """Rows connected to a seed row through shared nonzero columns."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
-    linked = seeds.copy()
-    columns = np.zeros(nonzero.shape[1], dtype=bool)
-    while True:
-        columns[column[linked[row]]] = True
-        grown = linked.copy()
-        grown[row[columns[column]]] = True
-        if (grown == linked).all():
-            return linked
-        linked = grown
-
-
-def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
-    """coefficients @ rows mod p without overflow (residues < 2**50)."""
-    out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
-    for i in range(coefficients.shape[1]):
-        out = (out + mul_mod(coefficients[:, i][:, None], rows[i][None, :], p)) % p
-    return out

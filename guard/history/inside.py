@@ -1,7 +1,4 @@
-"""Elimination mod p for the group search (``groups.py``): removing a coordinate from a
-span, left null spaces, and whether some combination lies inside one sensitive set.
-
-Is some combination v* + w (w in a row span) supported inside one sensitive set?
+"""Is some combination v* + w (w in a row span) supported inside one sensitive set?
 
 The group search (``groups.py``) asks this of every sensitive set among the coordinates
 of a check: v* is the candidate's residue row, the rows of ``rest`` span what earlier
@@ -24,7 +21,7 @@ import numpy.typing as npt
 
 from guard.history.modular import inverse_mod, mul_mod
 
-__all__ = ["eliminated", "inside_one_set", "left_null_space", "reduced_echelon"]
+__all__ = ["inside_one_set", "reduced_echelon"]
 
 Residues = npt.NDArray[np.int64]
 Ids = npt.NDArray[np.int64]
@@ -108,52 +105,3 @@ def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
     for i in np.flatnonzero(coefficients).tolist():
         out = (out + mul_mod(int(coefficients[i]), rows[i], p)) % p
     return out
-
-
-def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
-    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
-    nonzero entry: the coordinate does not vanish)."""
-    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-    pivot = rest[pivot_row]
-    inverse = inverse_mod(int(pivot[pick]), p)
-    columns = np.flatnonzero(pivot)
-    zeroed_star = star.copy()
-    if star[pick]:
-        factor = int(star[pick]) * inverse % p
-        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
-    remaining = np.delete(rest, pivot_row, axis=0)
-    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
-    # (the rows are sparse: updating the whole matrix cost most of a deep search)
-    changing = np.flatnonzero(remaining[:, pick])
-    if changing.size:
-        factors = mul_mod(remaining[changing, pick], inverse, p)
-        block = np.ix_(changing, columns)
-        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
-    return zeroed_star, remaining
-
-
-def left_null_space(matrix: Residues, p: int) -> Residues:
-    """A basis (rows) of {c : c^T matrix = 0 mod p}, by forward elimination on [matrix | I]:
-    the rows whose left part ends zero carry, on the right, the combinations."""
-    m, columns = matrix.shape
-    left = matrix % p
-    right = np.eye(m, dtype=np.int64)
-    pivot_row = 0
-    for column in range(columns):
-        if pivot_row == m:
-            break
-        candidates = np.flatnonzero(left[pivot_row:, column])
-        if not candidates.size:
-            continue
-        chosen = int(candidates[0]) + pivot_row
-        if chosen != pivot_row:
-            left[[pivot_row, chosen]] = left[[chosen, pivot_row]]
-            right[[pivot_row, chosen]] = right[[chosen, pivot_row]]
-        below = np.flatnonzero(left[pivot_row + 1 :, column]) + pivot_row + 1
-        if below.size:
-            factors = mul_mod(left[below, column], inverse_mod(int(left[pivot_row, column]), p), p)[:, None]
-            pivot = left[pivot_row, column:][None, :]
-            left[below, column:] = (left[below, column:] - mul_mod(factors, pivot, p)) % p
-            right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
-        pivot_row += 1
-    return right[pivot_row:].copy()

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.sparse import csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix
 
-from guard.history.modular import SUM_CHUNK
-from guard.history.rowsets import RowIds, as_bitmap, as_row_ids
+from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
+from guard.history.rowsets import RowIds, as_bitmap
 
 __all__ = ["Probe", "ReleasedSets"]
 
@@ -34,11 +34,27 @@ class Probe:
 
     @classmethod
     def of(cls, given: RowIds) -> Probe:
-        order = np.argsort(given, kind="stable").astype(np.int64)
-        rows = np.asarray(given, dtype=np.int64)[order]
-        slot = np.zeros(int(rows[-1]) + 1 if rows.size else 0, dtype=np.int64)
+        """The probe of ``given`` (distinct row ids, any order)."""
+        given = np.asarray(given, dtype=np.int64)
+        top = int(given.max()) + 1 if given.size else 0
+        if given.size * 16 < top:  # few rows over a wide range: sorting is cheaper
+            order = np.argsort(given, kind="stable").astype(np.int64)
+            rows = given[order]
+        else:
+            # a pass over the range instead of a sort (every atom's representative: the
+            # probe is rebuilt after each cut, and the range is the finest cells)
+            where = np.full(top, -1, dtype=np.int64)
+            where[given] = np.arange(given.size, dtype=np.int64)
+            rows = np.flatnonzero(where >= 0).astype(np.int64)
+            order = where[rows]
+        slot = np.zeros(top, dtype=np.int64)
         slot[rows] = np.arange(rows.size)
         return cls(rows, order, as_bitmap(rows), slot)
+
+    def hits(self, stored: BitMap) -> npt.NDArray[np.int64]:
+        """The places in ``rows`` of the probed rows that ``stored`` holds, ascending."""
+        found = np.frombuffer((stored & self.bitmap).to_array(), dtype=np.uint32)
+        return self.slot[found]
 
 
 class ReleasedSets:
@@ -66,8 +82,8 @@ class ReleasedSets:
         ``weights[i]`` over the sets i in ``support`` that contain it (one bitmap
         intersection per set)."""
         total = np.zeros(probe.rows.size, dtype=np.int64)
-        for count, i in enumerate(support, start=1):
-            total[probe.slot[as_row_ids(self._sets[i] & probe.bitmap)]] += weights[i]
+        for count, i in enumerate(support.tolist(), start=1):
+            total[probe.hits(self._sets[i])] += weights[i]
             if count % SUM_CHUNK == 0:  # residues < 2**50: reduce before int64 could overflow
                 total %= p
         return total % p
@@ -77,12 +93,51 @@ class ReleasedSets:
         which of the probe's rows each set holds."""
         indptr, indices = [0], []
         for i in sets.tolist():
-            hits = probe.slot[as_row_ids(self._sets[i] & probe.bitmap)]
+            hits = probe.hits(self._sets[i])
             indices.append(probe.order[hits])
             indptr.append(indptr[-1] + hits.size)
         columns = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
         data = np.ones(columns.size, dtype=np.int64)
         return csr_matrix((data, columns, np.asarray(indptr)), shape=(len(sets), probe.rows.size))
+
+    def weighted_rows(self, coefficients: csr_matrix, probe: Probe, p: int) -> npt.NDArray[np.int64]:
+        """Dense: row i is, for each of the probe's rows (in the probe's sorted order), the
+        sum mod p of ``coefficients[i, j]`` (residues) over the sets j that contain it.
+        Each set is intersected once for all the rows that use it (a few rows: cheaper
+        than building the sparse product of ``combinations``)."""
+        by_set = csc_matrix(coefficients, dtype=np.int64)
+        total = np.zeros((coefficients.shape[0], probe.rows.size), dtype=np.int64)
+        pointer, rows, values = by_set.indptr, by_set.indices, by_set.data
+        for count, j in enumerate(np.flatnonzero(np.diff(pointer)).tolist(), start=1):
+            hits = probe.hits(self._sets[j])
+            for t in range(int(pointer[j]), int(pointer[j + 1])):
+                line = total[int(rows[t])]
+                line[hits] += values[t]
+            if count % SUM_CHUNK == 0:  # each row gains at most one residue per set
+                total %= p
+        return total % p
+
+    def combinations(self, coefficients: csr_matrix, probe: Probe, p: int) -> tuple[csr_matrix, int]:
+        """Row i: the sum mod p of ``coefficients[i, j]`` (residues, no stored zeros) over
+        the sets j that hold each probed row (len(coefficients) x probed rows, in the
+        caller's order of the rows, no stored zeros), and how many sets were read.
+
+        Each set with a nonzero coefficient is read once, whatever the number of rows
+        using it; the combination is one sparse product. Exact: one int64 product when
+        its sums hold at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
+        m = coefficients.shape[0]
+        used = np.unique(coefficients.indices).astype(np.int64)
+        if not used.size:
+            return csr_matrix((m, probe.rows.size), dtype=np.int64), 0
+        membership = self.membership(used, probe)  # used x probed, 0/1
+        picked = csr_matrix(coefficients[:, used], dtype=np.int64)
+        if used.size <= _ONE_PRODUCT:
+            # each entry sums at most used.size residues < 2**50: exact in int64
+            return _reduced(picked @ membership, p), int(used.size)
+        high = _halves(picked, picked.data >> _HALF) @ membership
+        low = _halves(picked, picked.data & _LOW) @ membership
+        high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
+        return _reduced(high + low, p), int(used.size)
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
         """Tags of the sets with a nonzero coefficient."""
@@ -96,3 +151,25 @@ class ReleasedSets:
             total += stats["n_bytes_array_containers"]
             total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
         return total
+
+
+_HALF = 25
+_LOW = (1 << _HALF) - 1
+#: stored sets one int64 product may sum: (2**13 - 1) residues below 2**50 stay below 2**63
+_ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
+
+
+def _halves(matrix: csr_matrix, data: npt.NDArray[np.int64]) -> csr_matrix:
+    """``matrix``'s pattern with other values: 25-bit halves, whose products with a 0/1
+    matrix sum exactly in int64 over any number of sets."""
+    return csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
+
+
+def _reduced(matrix: csr_matrix, p: int) -> csr_matrix:
+    """A sparse product or sum (no entry stored twice) mod p without stored zeros. Its
+    entries are not sorted: the order of a row's entries changes no decision (the
+    callers read rows as sets of entries, or densely)."""
+    out = csr_matrix(matrix, dtype=np.int64)
+    out.data %= p
+    out.eliminate_zeros()
+    return out

@@ -43,6 +43,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 import numpy.typing as npt
+from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
@@ -167,6 +168,17 @@ class SpanAuditor(PairSearch, DisclosureReport):
         values = np.zeros(self._partition.atom_count, dtype=np.int64)
         if support.size:
             values[probe.order] = self._released.weighted_membership(probe, coefficients, support, self._p)
+        return values
+
+    def basis_rows(self, positions: Ids) -> Residues:
+        """Rows ``positions`` of M^-1 A on every atom (mod p), dense (len(positions) x
+        atoms; for a few positions), each stored set read once for all the rows."""
+        positions = np.asarray(positions, dtype=np.int64)
+        probe = self.atom_probe()
+        owner, query, value = self._basis.inverse_triplets(positions)
+        coefficients = csr_matrix((value, (owner, query)), shape=(positions.size, self.rank))
+        values = np.zeros((positions.size, self._partition.atom_count), dtype=np.int64)
+        values[:, probe.order] = self._released.weighted_rows(coefficients, probe, self._p)
         return values
 
     def inverse_row(self, position: int) -> Residues:

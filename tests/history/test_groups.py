@@ -183,3 +183,75 @@ def test_exact_rows_over_their_budget_withhold(monkeypatch: pytest.MonkeyPatch) 
     assert _decide(auditor, search, second) is GroupVerdict.EXHAUSTED
     monkeypatch.setattr(groups, "MAX_ROW_ENTRIES", 10**9)
     assert _decide(auditor, search, second) is GroupVerdict.CLEAR
+
+
+def _tidy_one_row_at_a_time(search: GroupSearch, auditor: SpanAuditor) -> int:
+    """The reference tidy: each basis row read afresh (``basis_row``) before its turn."""
+    partition = auditor.partition
+    small_of = search._classifier(partition, set(), partition.rows)
+    atoms = auditor.basis_atoms()
+    moved = tried = 0
+    for position in np.flatnonzero(small_of(atoms)).tolist():
+        last = search._stuck.get(position)
+        if last is not None and last[0] == int(atoms[position]) and auditor.rank < last[1] + 16:
+            continue
+        if tried == 32:
+            break
+        tried += 1
+        row = auditor.basis_row(position)
+        candidates = np.flatnonzero(row)
+        candidates = candidates[~auditor.in_basis(candidates)]
+        large = candidates[~small_of(candidates)] if candidates.size else candidates
+        if large.size:
+            auditor.exchange(position, int(large[int(np.argmax(partition.sizes()[large]))]))
+            search._stuck.pop(position, None)
+            moved += 1
+        else:
+            search._stuck[position] = (int(atoms[position]), auditor.rank)
+    return moved
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tidy_reading_its_rows_once_exchanges_as_fresh_reads_do(seed: int) -> None:
+    """tidy reads the rows it tries in one pass and applies each exchange to the rest;
+    the exchanges, and so the basis and every later decision, are those of reading each
+    row afresh. Seeded alike, both auditors draw the same prime and weights."""
+    rng = np.random.default_rng(900 + seed)
+    n = 80
+    unit_of_row = np.arange(n)
+    entropy = np.random.default_rng(seed).bytes(1 << 16)
+
+    def source() -> SpanAuditor:
+        cursor = [0]
+
+        def random_bytes(count: int) -> bytes:
+            cursor[0] += count
+            return entropy[cursor[0] - count : cursor[0]]
+
+        return SpanAuditor(unit_of_row, random_bytes=random_bytes)
+
+    batched, fresh = source(), source()
+    assert batched.prime == fresh.prime
+    k = 5
+    batched_search, fresh_search = (
+        GroupSearch(k, _units_of(unit_of_row)),
+        GroupSearch(k, _units_of(unit_of_row)),
+    )
+    moves = several = 0
+    for _ in range(40):
+        start = int(rng.integers(0, n - 2))
+        q = np.arange(start, int(rng.integers(start + 1, n)) + 1)
+        if rng.random() < 0.5:
+            q = np.sort(rng.choice(n, size=int(rng.integers(2, n)), replace=False))
+        batched.release(q)  # tidy's exchanges, not the checks, are compared here
+        fresh.release(q)
+        positions = np.arange(batched.rank)
+        expected = np.array([batched.basis_row(int(j)) for j in positions])
+        assert (batched.basis_rows(positions) == expected).all()
+        moved = batched_search.tidy(batched)
+        assert moved == _tidy_one_row_at_a_time(fresh_search, fresh)
+        assert (batched.basis_atoms() == fresh.basis_atoms()).all()
+        moves += moved
+        several += moved > 1  # a later row read after an earlier exchange: the update path
+    assert moves > 2
+    assert several > 0

@@ -1,0 +1,105 @@
+"""Elimination mod p for the group search (``groups.py``): left null spaces, pivoting a
+coordinate out of a span, and the sparse pre-passes that shrink the rows first.
+
+Every value is a residue mod a prime below 2**50; products go through ``mul_mod``, so
+the arithmetic is exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from scipy.sparse import csr_matrix
+
+from guard.history.modular import inverse_mod, mul_mod
+from guard.history.steps import Residues
+
+__all__ = ["combine", "eliminated", "left_null_space", "linked_to", "peeled"]
+
+
+def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
+    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
+    nonzero entry: the coordinate does not vanish)."""
+    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
+    pivot = rest[pivot_row]
+    inverse = inverse_mod(int(pivot[pick]), p)
+    columns = np.flatnonzero(pivot)
+    zeroed_star = star.copy()
+    if star[pick]:
+        factor = int(star[pick]) * inverse % p
+        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
+    remaining = np.delete(rest, pivot_row, axis=0)
+    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
+    # (the rows are sparse: updating the whole matrix cost most of a deep search)
+    changing = np.flatnonzero(remaining[:, pick])
+    if changing.size:
+        factors = mul_mod(remaining[changing, pick], inverse, p)
+        block = np.ix_(changing, columns)
+        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
+    return zeroed_star, remaining
+
+
+def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
+    """Rows that may be in a combination vanishing on every column: a row that is alone
+    nonzero in some column never is, and dropping it may leave others alone."""
+    entries = nonzero.tocoo()
+    row, column = entries.row, entries.col
+    alive = np.ones(nonzero.shape[0], dtype=bool)
+    while True:
+        live = alive[row]
+        counts = np.bincount(column[live], minlength=nonzero.shape[1])
+        lonely = np.zeros(nonzero.shape[0], dtype=bool)
+        lonely[row[live & (counts[column] == 1)]] = True
+        if not lonely.any():
+            return alive
+        alive &= ~lonely
+
+
+def linked_to(nonzero: csr_matrix, seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Rows connected to a seed row through shared nonzero columns."""
+    entries = nonzero.tocoo()
+    row, column = entries.row, entries.col
+    linked = seeds.copy()
+    columns = np.zeros(nonzero.shape[1], dtype=bool)
+    while True:
+        columns[column[linked[row]]] = True
+        grown = linked.copy()
+        grown[row[columns[column]]] = True
+        if (grown == linked).all():
+            return linked
+        linked = grown
+
+
+def combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
+    """coefficients @ rows mod p without overflow (residues < 2**50)."""
+    out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
+    for i in range(coefficients.shape[1]):
+        out = (out + mul_mod(coefficients[:, i][:, None], rows[i][None, :], p)) % p
+    return out
+
+
+def left_null_space(matrix: Residues, p: int) -> Residues:
+    """A basis (rows) of {c : c^T matrix = 0 mod p}, by forward elimination on [matrix | I]:
+    the rows whose left part ends zero carry, on the right, the combinations."""
+    m, columns = matrix.shape
+    left = matrix % p
+    right = np.eye(m, dtype=np.int64)
+    pivot_row = 0
+    for column in range(columns):
+        if pivot_row == m:
+            break
+        candidates = np.flatnonzero(left[pivot_row:, column])
+        if not candidates.size:
+            continue
+        chosen = int(candidates[0]) + pivot_row
+        if chosen != pivot_row:
+            left[[pivot_row, chosen]] = left[[chosen, pivot_row]]
+            right[[pivot_row, chosen]] = right[[chosen, pivot_row]]
+        below = np.flatnonzero(left[pivot_row + 1 :, column]) + pivot_row + 1
+        if below.size:
+            factors = mul_mod(left[below, column], inverse_mod(int(left[pivot_row, column]), p), p)[:, None]
+            pivot = left[pivot_row, column:][None, :]
+            left[below, column:] = (left[below, column:] - mul_mod(factors, pivot, p)) % p
+            right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
+        pivot_row += 1
+    return right[pivot_row:].copy()
