@@ -49,7 +49,7 @@ from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues
 from guard.history.unitmatrix import UnitMatrix
 
-__all__ = ["GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
+__all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
 
 #: small basis positions whose exact rows one decision may read
 MAX_SMALL_POSITIONS = 400
@@ -64,6 +64,10 @@ _RETRY_GROWTH = 16
 #: nodes of the branch and bound one decision may visit (5,000 while each node updated
 #: whole matrices and bitmaps per coordinate; the Fair session's Q12 needs ~20,000)
 MAX_NODES = 20_000
+#: nodes all the cells of one answer may visit together (``GroupSearch.begin_answer``):
+#: a table of many cells that each exhaust their budget took minutes (the Fair session's
+#: Q14: 28 cells, 390 s); past it a cell's search is over its budget (withheld)
+MAX_ANSWER_NODES = 100_000
 
 
 class GroupVerdict(Enum):
@@ -112,6 +116,12 @@ class GroupSearch:
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
+        #: nodes the current answer may still visit (``begin_answer``)
+        self._answer_nodes = MAX_ANSWER_NODES
+
+    def begin_answer(self) -> None:
+        """A new answer's cells share ``MAX_ANSWER_NODES`` nodes of search from here."""
+        self._answer_nodes = MAX_ANSWER_NODES
 
     def check(self, exposure: Exposure) -> GroupFinding:
         if self.k <= 1 and self._sensitive is None:
@@ -286,9 +296,11 @@ class GroupSearch:
         ]
         rest = np.array(others, dtype=np.int64).reshape(len(others), vectors.shape[1])
         units = UnitMatrix.of([self._unit_ids(exposure.rows_of(int(a))) for a in coordinates])
-        budget = [MAX_NODES]
+        allowed = min(MAX_NODES, self._answer_nodes)
+        budget = [allowed]
         alive = np.ones(coordinates.size, dtype=bool)
         found = self._branch(star, rest, units, alive, np.zeros(units.count, dtype=bool), p, budget)
+        self._answer_nodes -= allowed - max(budget[0], 0)
         if found is None:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         if found is False:

@@ -217,6 +217,7 @@ class HistoryScreen:
         published = 0
         withheld: set[tuple[int, int]] = set()
         controls: set[HistoryControl] = set()
+        begun: set[int] = set()
         for r, key in enumerate(matched):
             for position, output in enumerate(shape.outputs):
                 if output.kind is not OutputKind.AGGREGATE:
@@ -234,6 +235,9 @@ class HistoryScreen:
                     controls.add(HistoryControl.UNMATCHED)
                     continue
                 state = self._state(rows, table, info, space_cells.space, scope)
+                if id(state) not in begun:
+                    state.groups.begin_answer()  # one search budget for the answer's cells
+                    begun.add(id(state))
                 # the LP constrains sums: an average states its query set's sum too
                 # (with the count, which is no secret), so it enters as that sum
                 total = _released_sum(shape, measured, grid.cells[order[r]], output.index, value)

@@ -255,3 +255,29 @@ def test_tidy_reading_its_rows_once_exchanges_as_fresh_reads_do(seed: int) -> No
         several += moved > 1  # a later row read after an earlier exchange: the update path
     assert moves > 2
     assert several > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_answer_past_its_node_budget_is_withheld_never_cleared(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cells of one answer share ``MAX_ANSWER_NODES``: once spent, every search is
+    over its budget (EXHAUSTED, so withheld), and nothing unsafe is cleared."""
+    from guard.history import groups
+
+    rng = np.random.default_rng(1000 * seed)
+    unit_of_row, queries, k = _random_sequence(rng, False)
+    monkeypatch.setattr(groups, "MAX_ANSWER_NODES", 0)
+    auditor = SpanAuditor(np.arange(unit_of_row.size))
+    search = GroupSearch(k, _units_of(unit_of_row))
+    search.begin_answer()
+    released: list[frozenset[int]] = []
+    exhausted = 0
+    for q in queries:
+        verdict = _decide(auditor, search, q)
+        exhausted += verdict is GroupVerdict.EXHAUSTED
+        if verdict is GroupVerdict.CLEAR:
+            assert not small_group_exposed([*released, frozenset(q.tolist())], unit_of_row.tolist(), k)
+            auditor.release(q)
+            released.append(frozenset(q.tolist()))
+    assert exhausted > 0
