@@ -1,5 +1,6 @@
-"""Elimination mod p for the group search (``groups.py``): left null spaces, pivoting a
-coordinate out of a span, and the sparse pre-passes that shrink the rows first.
+"""Elimination mod p for the group search (``groups.py``, ``inside.py``): left null
+spaces, reduced echelon forms, pivoting a coordinate out of a span, and the sparse
+pre-passes that shrink the rows first.
 
 Every value is a residue mod a prime below 2**50; products go through ``mul_mod``, so
 the arithmetic is exact.
@@ -12,9 +13,9 @@ import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
 from guard.history.modular import inverse_mod, mul_mod
-from guard.history.steps import Residues
+from guard.history.steps import Ids, Residues
 
-__all__ = ["combine", "eliminated", "left_null_space", "linked_to", "peeled"]
+__all__ = ["combine", "eliminated", "left_null_space", "linked_to", "peeled", "reduced_echelon"]
 
 
 def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
@@ -103,3 +104,30 @@ def left_null_space(matrix: Residues, p: int) -> Residues:
             right[below] = (right[below] - mul_mod(factors, right[pivot_row][None, :], p)) % p
         pivot_row += 1
     return right[pivot_row:].copy()
+
+
+def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
+    """(R, pivots): the nonzero rows of ``matrix``'s reduced row echelon form mod p, and
+    the pivot column of each (its entry 1, every other row 0 there)."""
+    rows = matrix % p
+    m, columns = rows.shape
+    pivots: list[int] = []
+    top = 0
+    for column in range(columns):
+        if top == m:
+            break
+        candidates = np.flatnonzero(rows[top:, column])
+        if not candidates.size:
+            continue
+        chosen = int(candidates[0]) + top
+        if chosen != top:
+            rows[[top, chosen]] = rows[[chosen, top]]
+        rows[top] = mul_mod(rows[top], inverse_mod(int(rows[top, column]), p), p)
+        others = np.flatnonzero(rows[:, column])
+        others = others[others != top]
+        if others.size:
+            factors = rows[others, column][:, None]
+            rows[others] = (rows[others] - mul_mod(factors, rows[top][None, :], p)) % p
+        pivots.append(column)
+        top += 1
+    return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)

@@ -17,41 +17,11 @@ pivots are in S: a system of a handful of rows (as many as S has pivot columns).
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from guard.history.modular import inverse_mod, mul_mod
+from guard.history.elimination import combine, reduced_echelon
+from guard.history.steps import Ids, Residues
 
-__all__ = ["inside_one_set", "reduced_echelon"]
-
-Residues = npt.NDArray[np.int64]
-Ids = npt.NDArray[np.int64]
-
-
-def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
-    """(R, pivots): the nonzero rows of ``matrix``'s reduced row echelon form mod p, and
-    the pivot column of each (its entry 1, every other row 0 there)."""
-    rows = matrix % p
-    m, columns = rows.shape
-    pivots: list[int] = []
-    top = 0
-    for column in range(columns):
-        if top == m:
-            break
-        candidates = np.flatnonzero(rows[top:, column])
-        if not candidates.size:
-            continue
-        chosen = int(candidates[0]) + top
-        if chosen != top:
-            rows[[top, chosen]] = rows[[chosen, top]]
-        rows[top] = mul_mod(rows[top], inverse_mod(int(rows[top, column]), p), p)
-        others = np.flatnonzero(rows[:, column])
-        others = others[others != top]
-        if others.size:
-            factors = rows[others, column][:, None]
-            rows[others] = (rows[others] - mul_mod(factors, rows[top][None, :], p)) % p
-        pivots.append(column)
-        top += 1
-    return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)
+__all__ = ["inside_one_set"]
 
 
 def inside_one_set(star: Residues, rest: Residues, sets: Ids, p: int) -> int | None:
@@ -65,9 +35,7 @@ def inside_one_set(star: Residues, rest: Residues, sets: Ids, p: int) -> int | N
         reduced, pivots = reduced_echelon(rest, p)
     else:
         reduced, pivots = np.zeros((0, star.size), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    x = star % p
-    if pivots.size:
-        x = (x - _combine(x[pivots], reduced, p)) % p
+    x = _reduced(star % p, reduced, pivots, p)
     pivot_set = sets[pivots] if pivots.size else np.zeros(0, dtype=np.int64)
     x_support = np.flatnonzero(x)
     for number in numbers.tolist():
@@ -93,15 +61,13 @@ def _in_span(vector: Residues, rows: Residues, p: int) -> bool:
     if not vector.any():
         return True
     reduced, pivots = reduced_echelon(rows, p)
+    return pivots.size > 0 and not _reduced(vector, reduced, pivots, p).any()
+
+
+def _reduced(vector: Residues, reduced: Residues, pivots: Ids, p: int) -> Residues:
+    """``vector`` minus its combination of the echelon rows on their pivot columns: zero on
+    every pivot column, and zero everywhere iff ``vector`` is in their span."""
     if not pivots.size:
-        return False
-    left = (vector - _combine(vector[pivots], reduced, p)) % p
-    return not left.any()
-
-
-def _combine(coefficients: Residues, rows: Residues, p: int) -> Residues:
-    """sum_i coefficients[i] * rows[i] mod p."""
-    out = np.zeros(rows.shape[1], dtype=np.int64)
-    for i in np.flatnonzero(coefficients).tolist():
-        out = (out + mul_mod(int(coefficients[i]), rows[i], p)) % p
-    return out
+        return vector
+    left: Residues = (vector - combine(vector[pivots][None, :], reduced, p)[0]) % p
+    return left

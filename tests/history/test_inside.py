@@ -9,8 +9,9 @@ import itertools
 import numpy as np
 import pytest
 
+from guard.history.elimination import reduced_echelon
 from guard.history.groups import left_null_space
-from guard.history.inside import inside_one_set, reduced_echelon
+from guard.history.inside import inside_one_set
 from guard.history.modular import random_prime
 
 
