@@ -20,7 +20,8 @@ disclosed. Otherwise, with X the exact rows of those m positions (``exposure.py`
 3. any vector is a combination of *circuits* (vectors of minimal support) with supports
    inside its own, so the smallest group is found among the circuits, one per choice of
    d - 1 coordinates set to zero (d the null space's dimension). Each new circuit's
-   support is counted in privacy units.
+   support is counted in privacy units, by a branch and bound whose lower bound packs
+   parity checks of the span (``smallgroup.py``).
 
 When m, the rows' cost or the number of circuits exceeds its budget, the verdict is
 EXHAUSTED and the caller withholds: an answer is never released unsearched. Decisions
@@ -40,11 +41,12 @@ from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
-from guard.history.elimination import combine, eliminated, left_null_space, linked_to, peeled
+from guard.history.elimination import combine, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
+from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues
 from guard.history.unitmatrix import UnitMatrix
@@ -279,13 +281,10 @@ class GroupSearch:
         """Is there a v in the span of ``vectors`` (rows over the small atoms
         ``coordinates``) with phi(v) != 0 whose support touches fewer than k units?
 
-        Every such v is, up to scale, v* + w with phi(v*) = 1 and w in V0 = ker phi. A
-        branch and bound over the coordinates: a coordinate whose units are already
-        counted is free; on a coordinate where V0 vanishes, v equals v*, so v*'s support
-        there is forced into the group (a lower bound); otherwise branch: the coordinate
-        is zero in v (eliminate it from V0: the dimension drops) or it is in the group
-        (its units are counted). At most C(d + k - 1, k - 1) nodes; over ``MAX_NODES``
-        the verdict is EXHAUSTED.
+        Every such v is, up to scale, v* + w with phi(v*) = 1 and w in V0 = ker phi; the
+        branch and bound over the coordinates (zero in v, or in the group with its units
+        counted) and its parity-check bound are in ``smallgroup.py``. Over ``MAX_NODES``
+        (or the answer's share) the verdict is EXHAUSTED.
         """
         p = exposure.p
         first = int(np.flatnonzero(phi)[0])
@@ -298,8 +297,7 @@ class GroupSearch:
         units = UnitMatrix.of([self._unit_ids(exposure.rows_of(int(a))) for a in coordinates])
         allowed = min(MAX_NODES, self._answer_nodes)
         budget = [allowed]
-        alive = np.ones(coordinates.size, dtype=bool)
-        found = self._branch(star, rest, units, alive, np.zeros(units.count, dtype=bool), p, budget)
+        found = smallest_group(star, rest, units, self.k, p, budget)
         self._answer_nodes -= allowed - max(budget[0], 0)
         if found is None:
             return GroupFinding(GroupVerdict.EXHAUSTED)
@@ -325,54 +323,3 @@ class GroupSearch:
         support = coordinates[sets == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
-
-    def _branch(
-        self,
-        star: Residues,
-        rest: Residues,
-        units: UnitMatrix,
-        alive: npt.NDArray[np.bool_],
-        counted: npt.NDArray[np.bool_],
-        p: int,
-        budget: list[int],
-    ) -> Residues | bool | None:
-        """A vector v* + w (w in the row span of ``rest``) whose support's units, with
-        ``counted`` (a mask over ``units``' unit numbers), are fewer than k; False when
-        none; None when over the budget. ``alive``: the coordinates still tracked (a
-        counted coordinate is not)."""
-        while True:
-            budget[0] -= 1
-            if budget[0] < 0:
-                return None
-            vanishing: npt.NDArray[np.bool_] = np.asarray(~rest.any(axis=0), dtype=bool)
-            forced = units.with_units(counted, np.flatnonzero(alive & vanishing & (star != 0)))
-            known = int(forced.sum())
-            if known >= self.k:
-                return False
-            # coordinates whose units are all counted cost nothing: let them be anything
-            cost = units.new_units(forced)
-            open_ = alive & ~vanishing & (cost > 0)
-            if not open_.any():
-                return star  # every remaining freedom is free: v* itself fits
-            # a coordinate whose units would reach k with those counted must be zero in
-            # v: eliminate it without branching (the bound that keeps the search small)
-            full = np.flatnonzero(open_ & (cost + known >= self.k))
-            if not full.size:
-                break
-            for i in full.tolist():
-                if rest[:, i].any():
-                    star, rest = eliminated(star, rest, i, p)
-                elif star[i]:
-                    return False  # v is nonzero there whatever w is: the group reaches k
-        # branch on the open coordinate bringing the fewest new units (the first of them)
-        choices = np.flatnonzero(open_)
-        pick = int(choices[np.argmin(cost[choices])])
-        # 1. v is zero on ``pick``: eliminate it with a pivot row of V0
-        found = self._branch(*eliminated(star, rest, pick, p), units, alive, forced, p, budget)
-        if found is not False:
-            return found
-        # 2. ``pick`` is in the group: count its units and stop tracking it
-        dropped = alive.copy()
-        dropped[pick] = False
-        counted_now = units.with_units(forced, np.array([pick]))
-        return self._branch(star, rest, units, dropped, counted_now, p, budget)

@@ -46,3 +46,12 @@ class UnitMatrix:
     def new_units(self, counted: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per coordinate: how many of its units ``counted`` lacks."""
         return self.sizes - np.asarray(self.matrix @ counted.astype(np.int64), dtype=np.int64)
+
+    def restricted(self, coordinates: Ids) -> UnitMatrix:
+        """The rows of ``coordinates`` only, over the same unit numbers."""
+        return UnitMatrix(csr_matrix(self.matrix[coordinates]), self.sizes[coordinates], self.count)
+
+    def disjoint(self) -> bool:
+        """No unit belongs to two coordinates (one row per unit, or atoms of distinct units)."""
+        indices = self.matrix.indices
+        return bool(np.unique(indices).size == indices.size)
