@@ -222,3 +222,37 @@ def test_many_flagged_cells_alone_in_their_atoms_get_the_oracle_verdict(seed: in
     pinned = float(values[pair].sum())
     verdict = protects_sensitive_sets(sets, Cells(counts), released, known, pair, pinned, bounds, carry)
     assert verdict == _oracle_verdict(sets, counts, sums, (BitMap(pair.tolist()), pinned), bounds)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_points_at_both_ends_of_the_candidate_carry_as_their_mix(seed: int) -> None:
+    """The last check's points are the candidate's own minimum and maximum under the
+    earlier SUMs: neither satisfies the candidate's equation (unless the bounds pin it),
+    but a mix of the two does, and is carried (feasible by the dense oracle)."""
+    counts, bounds, _values, sums = _history(8300 + seed)
+    size = counts.size
+    reach = np.arange(size, dtype=np.int64)
+    earlier, (members, value) = sums[:-1], sums[-1]
+    slot, atom = atoms_of(earlier, reach, size)
+    intervals = AtomIntervals(earlier, slot, atom, counts.astype(np.float64), bounds)
+    candidate = np.asarray(list(members), dtype=np.int64)
+    own, where = np.unique(atom[slot[candidate]], return_inverse=True)
+    held = np.bincount(where.reshape(-1), weights=counts[candidate], minlength=own.size)
+    low, high = intervals.exact(own, held.astype(np.float64))
+    assert low is not None and high is not None
+    if high - low < 1e-3 * max(1.0, abs(value)):
+        return  # the earlier SUMs pin the candidate: nothing to mix
+    ends = intervals.points()[-2:]  # the split's minimum and maximum
+    positions = list(range(len(earlier)))
+    carry = PointCarry()
+    carry.keep(carried(atom, reach, size, ends, positions, candidate, value, len(earlier)))
+    released = [m for m, _ in earlier]
+    known: list[float | None] = [v for _, v in earlier]
+    new_slot, new_atom = atoms_of(sums, reach, size)
+    lifted = carry.lift(released, known, positions, candidate, value, reach, new_atom, counts, bounds)
+    assert lifted is not None and len(lifted) >= 1
+    atom_rows = [reach[new_atom == a] for a in range(int(new_atom.max()) + 1)]
+    for point in lifted:
+        assert _feasible(point, atom_rows, counts, sums, bounds)
+    model = AtomIntervals(sums, new_slot, new_atom, counts.astype(np.float64), bounds)
+    assert model.add_points(lifted) == len(lifted)
