@@ -65,19 +65,33 @@ class TokenKeys:
         self._known: OrderedDict[tuple[bool, str], Hashable | None] = OrderedDict()
 
     def key(self, text: str) -> Hashable | None:
+        found, key = self.known(text)
+        if found:
+            return key
+        key = self._tokenize(text)
+        if len(text) <= self._longest:
+            with self._lock:
+                self._known[_known(text)] = key
+                while len(self._known) > self._size:
+                    self._known.popitem(last=False)
+        return key
+
+    def known(self, text: str) -> tuple[bool, Hashable | None]:
+        """(True, the key) when ``text``'s key is remembered, else (False, None): never
+        tokenizes (cheap enough for an event loop)."""
         if len(text) > self._longest:
-            return self._tokenize(text)
-        head = untagged(text)
-        # tagged and untagged texts apart: "t " + tag and "t " need not tokenize alike
-        # (a head ending inside an unterminated comment)
-        known = (True, head) if head is not None else (False, text)
+            return False, None
+        known = _known(text)
         with self._lock:
             if known in self._known:
                 self._known.move_to_end(known)
-                return self._known[known]
-        key = self._tokenize(text)
-        with self._lock:
-            self._known[known] = key
-            while len(self._known) > self._size:
-                self._known.popitem(last=False)
-        return key
+                return True, self._known[known]
+        return False, None
+
+
+def _known(text: str) -> tuple[bool, str]:
+    """What a text's key is remembered by: its untagged head, or the whole text. Tagged
+    and untagged texts apart: "t " + tag and "t " need not tokenize alike (a head that
+    ends inside an unterminated comment)."""
+    head = untagged(text)
+    return (True, head) if head is not None else (False, text)

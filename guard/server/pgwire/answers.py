@@ -92,7 +92,19 @@ class Router:
         self._lock = threading.Lock()
         self._guarded: OrderedDict[Hashable, None] = OrderedDict()
         #: texts tagged differently are not tokenized again (``tokenkeys.py``)
-        self._tokens = TokenKeys(_tokens, size, MAX_CACHED_LENGTH).key
+        tokens = TokenKeys(_tokens, size, MAX_CACHED_LENGTH)
+        self._tokens, self._tokens_known = tokens.key, tokens.known
+
+    def remembered(self, sql: str) -> GuardPlan | None:
+        """The guard's plan for ``sql`` when its tokens are remembered as the guard's,
+        else None (then :meth:`route` it): reads memory only, never tokenizes or parses,
+        so the event loop can ask it instead of handing the text to a worker."""
+        found, key = self._tokens_known(sql)
+        with self._lock:
+            if found and key is not None and key in self._guarded:
+                self._guarded.move_to_end(key)
+                return GuardPlan(sql)
+        return None
 
     def route(self, sql: str) -> Plan:
         key = None if len(sql) > MAX_CACHED_LENGTH else self._tokens(sql)
