@@ -23,7 +23,8 @@ privacy budgets), on a fresh state folder:
 4. Runs the same mix through ``Guard.query`` from as many threads in-process (its own
    fresh state folder): the baseline of the ratio.
 
-Queries/s and p50/p99 latency are printed per endpoint as a Markdown table (stdout);
+Queries/s, p50/p99 latency and the server process's CPU (user + system) per request
+are printed per endpoint as a Markdown table (stdout);
 progress on stderr. Exit status 1 if any check failed. Loopback only; nothing is left
 running (the server is killed if it does not stop within 30 s).
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import signal
 import statistics
@@ -102,10 +104,19 @@ class Run:
     latencies: list[float] = field(default_factory=list)
     transport_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: CPU seconds (user + system) the server process spent during the run (None: unknown)
+    server_cpu: float | None = None
 
     @property
     def rate(self) -> float:
         return len(self.outcomes) / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_per_request(self) -> str:
+        """The server's CPU milliseconds per request, as a table cell."""
+        if self.server_cpu is None or not self.outcomes:
+            return "-"
+        return f"{self.server_cpu * 1000 / len(self.outcomes):.2f}"
 
     def percentile(self, p: float) -> float:
         if len(self.latencies) < 2:
@@ -241,9 +252,21 @@ def direct_client(guard: Guard) -> Callable[[str], tuple[Send, Callable[[], None
     return connect
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` and all its threads so far (Linux
+    ``/proc``; None elsewhere). Load from other processes moves it less than queries/s."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def server(policy: Path, state: Path, pg: bool) -> Iterator[dict[str, str]]:
-    """``guard serve`` on free loopback ports; yields its URLs by endpoint."""
+def server(policy: Path, state: Path, pg: bool) -> Iterator[tuple[dict[str, str], int]]:
+    """``guard serve`` on free loopback ports; yields its URLs by endpoint, and its pid."""
     command = [sys.executable, "-c", "from guard.cli.main import main; main()", "serve"]
     command += ["--policy", str(policy), "--state", str(state), "--host", "127.0.0.1", "--http-port", "0"]
     command += ["--pg-port", "0"] if pg else ["--no-pg"]
@@ -260,7 +283,7 @@ def server(policy: Path, state: Path, pg: bool) -> Iterator[dict[str, str]]:
                 urls[match.group(1).lower()] = match.group(2)
         if not urls:
             raise SystemExit(f"guard serve did not start: {process.stderr.read() if process.stderr else ''}")
-        yield urls
+        yield urls, process.pid
         process.send_signal(signal.SIGTERM)
         process.wait(STOP)
     finally:
@@ -310,7 +333,10 @@ def check(policy: Path, state: Path, runs: list[Run], mix: list[tuple[str, froze
 def summary(run: Run) -> str:
     counts = Counter(outcome for _, outcome in run.outcomes.values())
     mix = ", ".join(f"{counts[k]} {k}" for k in ("answered", "refused", "rejected"))
-    return f"{run.rate:,.0f} | {run.percentile(50):.1f} | {run.percentile(99):.1f} | {mix}"
+    return (
+        f"{run.rate:,.0f} | {run.percentile(50):.1f} | {run.percentile(99):.1f} | "
+        f"{run.cpu_per_request} | {mix}"
+    )
 
 
 def bench_policy(
@@ -330,7 +356,7 @@ def bench_policy(
         state, baseline = Path(folder) / "served", Path(folder) / "direct"
         checked: list[Run] = []
         timed: list[Run] = []
-        with server(policy, state, pg="pg" in endpoints) as urls:
+        with server(policy, state, pg="pg" in endpoints) as (urls, pid):
             for endpoint in endpoints:
                 connect = http_client(urls["http"]) if endpoint == "http" else pg_client(urls["postgresql"])
                 print(f"{name}: {args.warmup} + {per_run} requests over {endpoint} ...", file=sys.stderr)
@@ -338,7 +364,11 @@ def bench_policy(
                     checked.append(
                         load(endpoint, mix, take(args.warmup), args.clients, args.max_seconds, connect)
                     )
+                before = cpu_seconds(pid)
                 timed.append(load(endpoint, mix, take(per_run), args.clients, args.max_seconds, connect))
+                after = cpu_seconds(pid)
+                if before is not None and after is not None:
+                    timed[-1].server_cpu = after - before
                 checked.append(timed[-1])
         problems = check(policy, state, checked, mix)
         print(f"{name}: {args.warmup} + {per_run} requests in-process ...", file=sys.stderr)
@@ -392,8 +422,11 @@ def main() -> int:
     print(
         f"{args.clients} clients on loopback; ratio: queries/s over Guard.query in-process, as many threads\n"
     )
-    print("| policy | endpoint | requests | queries/s | p50 ms | p99 ms | outcomes | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| policy | endpoint | requests | queries/s | p50 ms | p99 ms | server CPU ms/request "
+        "| outcomes | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if failures:
         print("\nFAILED:\n" + "\n".join(failures))

@@ -24,18 +24,19 @@ from guard.history.screen import FinestSensitivity, HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
 from guard.policy.load import load_policy
-from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Role, Table
+from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
 from guard.post.plan import OuterPlan, plan_outer
 from guard.post.run import describe_outer, run_outer
 from guard.protection.answer import protect_with_decision
 from guard.protection.decide import Decision, with_sums
 from guard.protection.explain import Explanation, explain_decision
-from guard.protection.finest import flagged_cells
+from guard.protection.finest import finest_flagged
 from guard.protection.linking import Linker
 from guard.protection.patterns import PatternCache
 from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
+from guard.query.rejections import Rejections, standing
 from guard.query.shape import OutputKind, QueryShape
 from guard.result import ProtectedResult
 from guard.rules import depth
@@ -87,6 +88,7 @@ class Guard:
         self._depth = depth(policy.protection.rules)
         self._reader = CellReader(backend, self._depth)
         self.front = FrontCache(policy, self.column_types)  # stages 1-3, also for Describe
+        self.rejections = Rejections(policy, self.column_types)  # texts rejected before
         #: deciding and recording one answer is one step (see _answer)
         self._release_lock = threading.Lock()
         secret = store.secret()
@@ -196,13 +198,26 @@ class Guard:
             raise self._internal(request, error) from error
 
     def _answer_or_post(self, request: _Request, parameters: Sequence[Parameter] | None) -> ProtectedResult:
+        types = self.rejections.recall(request.sql, request.analyst, parameters)  # rejected before?
         try:
             return self._answer(request, parameters)
-        except QueryRejected:
-            outer = self._outer(request, parameters)  # a plain query's rejection stands
+        except QueryRejected as rejected:
+            stands, front = rejected, request.shape is None  # front: before any data was read
+            try:
+                outer = self._outer(request, parameters)  # a plain query's rejection stands
+            except QueryRejected as error:
+                outer, stands = None, error
             if outer is None:
-                raise
+                if front and types is not None:
+                    keep = self.rejections.keep
+                    keep(request.sql, request.analyst, parameters, stands.message, types, self._reread)
+                raise stands from None
         return self._post(request, outer)
+
+    def _reread(self, analyst: str, sql: str) -> str | None:
+        """The message of the standing rejection of ``sql`` for ``analyst`` (no record)."""
+        request, who = _Request(analyst, sql), self._analyst(analyst)
+        return standing(lambda: self._front(request, who, None), lambda: self._outer(request, None))
 
     def _outer(self, request: _Request, parameters: Sequence[Parameter] | None) -> OuterPlan | None:
         """The plan of a query over protected answers, or None when the plain path's
@@ -336,19 +351,8 @@ class Guard:
         return measured, self._reader.grid(measured, info)
 
     def _finest_sensitivity(self, table: Table, info: TableInfo) -> FinestSensitivity | None:
-        """The finest cells of ``table`` (grouped by every dimension) that the policy's
-        rules flag, per magnitude space, for the history audit (None without rules)."""
-        measures = table.names(Role.MEASURE)
-        if not self.policy.protection.rules or not measures:
-            return None
-        dimensions = ", ".join(f'"{d}"' for d in table.names(Role.DIMENSION))
-        sums = ", ".join(f'SUM("{m}")' for m in measures)
-        grouped = f" GROUP BY {dimensions}" if dimensions else ""
-        select = f"{dimensions}, {sums}" if dimensions else sums
-        sql = f'SELECT {select} FROM "{table.name}"{grouped}'
-        front = read_query(sql, self.policy, None, self.column_types)
-        flagged, every = flagged_cells(*self._cells(front.shape, info), self.policy.protection)
-        return front.shape, flagged, every
+        """The finest cells of ``table`` the rules flag, for the history audit."""
+        return finest_flagged(self.policy, table, self.column_types, lambda shape: self._cells(shape, info))
 
     def _screen(
         self,

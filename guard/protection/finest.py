@@ -7,16 +7,18 @@ the finest cells' sums through the ordinary cell path; this module judges them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from guard.cells import CellGrid
-from guard.policy.model import Protection
+from guard.policy.model import Policy, Protection, Role, Table
 from guard.protection.decide import value_aggregates
 from guard.protection.sensitivity import sensitive_rows
+from guard.query.front import read_query
 from guard.query.shape import QueryShape
 
-__all__ = ["FlaggedCells", "flagged_cells"]
+__all__ = ["FlaggedCells", "finest_flagged", "flagged_cells"]
 
 #: per magnitude space: (key, total, protection levels) of each flagged finest cell, and
 #: every finest cell's total
@@ -24,6 +26,29 @@ FlaggedCells = tuple[
     dict[str, list[tuple[tuple[Any, ...], float, tuple[float, float]]]],
     dict[str, dict[tuple[Any, ...], float]],
 ]
+
+
+def finest_flagged(
+    policy: Policy,
+    table: Table,
+    column_types: Callable[[str], Mapping[str, str]],
+    cells: Callable[[QueryShape], tuple[QueryShape, CellGrid]],
+) -> tuple[QueryShape, *FlaggedCells] | None:
+    """The finest cells of ``table`` (grouped by every dimension, with the SUM of every
+    measure) that the policy's rules flag, per magnitude space, and every finest cell's
+    total, with the shape that grouped them (None without rules or measures): the
+    history audit's ``FinestSensitivity``. ``cells(shape)`` reads a shape's cells
+    (stages 4-5)."""
+    measures = table.names(Role.MEASURE)
+    if not policy.protection.rules or not measures:
+        return None
+    dimensions = ", ".join(f'"{d}"' for d in table.names(Role.DIMENSION))
+    sums = ", ".join(f'SUM("{m}")' for m in measures)
+    grouped = f" GROUP BY {dimensions}" if dimensions else ""
+    select = f"{dimensions}, {sums}" if dimensions else sums
+    front = read_query(f'SELECT {select} FROM "{table.name}"{grouped}', policy, None, column_types)
+    flagged, every = flagged_cells(*cells(front.shape), policy.protection)
+    return front.shape, flagged, every
 
 
 def flagged_cells(shape: QueryShape, grid: CellGrid, protection: Protection) -> FlaggedCells:

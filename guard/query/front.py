@@ -22,13 +22,13 @@ from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
 from guard.query.parse import DIALECT, check_text, parse, tokens_key
 from guard.query.shape import AnyOf, QueryShape
+from guard.query.tokenkeys import TokenKeys
 from guard.query.validate import validate
 
 __all__ = [
     "DISJUNCTION_REFUSED",
     "MAX_CACHED_LENGTH",
     "MAX_CACHED_TEXTS",
-    "MAX_RECENT_TEXTS",
     "FrontCache",
     "FrontResult",
     "Trace",
@@ -44,11 +44,10 @@ DISJUNCTION_REFUSED = (
     "combinations as separate queries"
 )
 
-#: texts a :class:`FrontCache` keeps the reading of, and the longest text it keeps
+#: texts a :class:`FrontCache` keeps the reading (and the tokens) of, and the longest
+#: text it keeps
 MAX_CACHED_TEXTS = 1024
 MAX_CACHED_LENGTH = 4096
-#: texts whose tokens a :class:`FrontCache` remembers (they are read twice in a row)
-MAX_RECENT_TEXTS = 64
 
 
 @dataclass(frozen=True)
@@ -165,8 +164,9 @@ class FrontCache:
         self._lock = threading.Lock()
         #: (reading, the column types it was read with) by key, least recently used first
         self._found: OrderedDict[Hashable, tuple[FrontResult, Mapping[str, str]]] = OrderedDict()
-        #: the tokens of the texts read last, oldest first
-        self._texts: OrderedDict[str, Hashable | None] = OrderedDict()
+        #: the tokens of the texts read last (a text read again, or again with another
+        #: trailing tag, is not tokenized again: the endpoint reads each text twice)
+        self._tokens = TokenKeys(tokens_key, MAX_CACHED_TEXTS, MAX_CACHED_LENGTH).key
 
     def read(
         self,
@@ -226,16 +226,3 @@ class FrontCache:
         except TypeError:
             return None  # a value that is no parameter (a list): read_query says so
         return key
-
-    def _tokens(self, sql: str) -> Hashable | None:
-        """:func:`tokens_key` of ``sql``, remembered for the last texts read (the
-        PostgreSQL endpoint reads each text twice in a row: its answer, its columns)."""
-        with self._lock:
-            if sql in self._texts:
-                return self._texts[sql]
-        tokens = tokens_key(sql)
-        with self._lock:
-            self._texts[sql] = tokens
-            while len(self._texts) > MAX_RECENT_TEXTS:
-                self._texts.popitem(last=False)
-        return tokens

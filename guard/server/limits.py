@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ServeLimits", "option_name", "setting"]
+__all__ = ["PG_WORKERS", "ServeLimits", "option_name", "setting"]
+
+#: threads the PostgreSQL endpoint answers queries on. A request holds its thread until
+#: its log record is committed (group commit: ``guard/state/commit.py``), so the threads
+#: bound the records one commit can carry: with 8 threads and 16 clients, each request
+#: waited ~19 ms for commits of ~3 records and the endpoint stalled at ~380 queries/s
+#: on 2 cores; with more threads than clients, commits carry ~7 and it reached ~600
+#: (benchmarks/RESULTS.md, issue 17). The HTTP endpoint's thread pool (anyio's) has 40.
+PG_WORKERS = 32
 
 
 def setting(default: Any, option: str, help: str, *, minimum: float = 0) -> Any:

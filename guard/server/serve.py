@@ -29,7 +29,7 @@ from guard.core import Guard
 from guard.errors import GuardError
 from guard.server.http import create_app
 from guard.server.httpconn import Doors, HttpListener
-from guard.server.limits import ServeLimits
+from guard.server.limits import PG_WORKERS, ServeLimits
 from guard.server.listen import bind, listen_error
 from guard.server.throttle import FailedLoginHook, LoginThrottle, ThrottleSettings, ignore_failed_login
 
@@ -49,8 +49,8 @@ class Endpoints:
     http_port: int | None = 8080
     pg_port: int | None = 5433
     tls: ssl.SSLContext | None = None
-    #: threads the PostgreSQL endpoint runs queries on
-    pg_workers: int = 8
+    #: threads the PostgreSQL endpoint runs queries on (``PgServer``'s default)
+    pg_workers: int = PG_WORKERS
     #: seconds requests in flight may take to finish once asked to stop
     grace: int = 10
     #: with TLS: accept plaintext from loopback clients too (others must use TLS)

@@ -69,25 +69,41 @@ def commit_batch(
 ) -> list[tuple[int, str]] | None:
     """Insert ``batch`` (:func:`insert_batch`) and commit it; returns each record's (log id,
     hash), or None when nothing was committed (a batch of one then holds its error;
-    ``path``, the store's file, is named in it)."""
+    ``path``, the store's file, is named in it).
+
+    A batch of log rows alone (no released cells, audit sets or noise) is one INSERT,
+    committed as its own transaction: no BEGIN and COMMIT around it (each DuckDB call
+    costs CPU, and releases the GIL, which a busy server hands back only after its switch
+    interval, while the store's connection waits)."""
+    rows, hashes = _log_rows(batch, previous)
     chained: list[tuple[int, str]] = []
+    alone = all(_log_only(entry) for entry in batch)
     try:
-        con.execute("BEGIN")
-        chained = insert_batch(con, batch, previous)
-        con.execute("COMMIT")
+        if alone:
+            chained = _insert_log(con, rows, hashes)
+        else:
+            con.execute("BEGIN")
+            chained = _insert_log(con, rows, hashes)
+            _insert_beside(con, batch, [log_id for log_id, _ in chained])
+            con.execute("COMMIT")
     except Exception as exc:  # any fault goes to the waiting requests, not to this writer alone
         # a failed COMMIT (disk full) has already ended the transaction: then
         # ROLLBACK fails too, and that must not hide the error that matters
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
-        if chained and _is_last(con, chained[-1][1]):
-            # the COMMIT reported a failure yet the records are there: retrying would log
+        if _is_last(con, hashes[-1]):
+            # the commit reported a failure yet the records are there: retrying would log
             # them twice, and chaining the next one to an older hash would break the chain
-            return chained
+            return chained or _ids_of(con, hashes)
         if len(batch) == 1:
             batch[0].error = _write_error(exc, path)
         return None
     return chained
+
+
+def _log_only(entry: Pending) -> bool:
+    """Whether ``entry`` adds nothing beside its log row."""
+    return not entry.releases and entry.noise is None and (entry.history is None or not entry.history.sets)
 
 
 def _is_last(con: duckdb.DuckDBPyConnection, hash_: str) -> bool:
@@ -97,6 +113,14 @@ def _is_last(con: duckdb.DuckDBPyConnection, hash_: str) -> bool:
     except duckdb.Error:
         return False
     return row is not None and row[0] == hash_
+
+
+def _ids_of(con: duckdb.DuckDBPyConnection, hashes: list[str]) -> list[tuple[int, str]]:
+    """(log id, hash) of the committed records with ``hashes``, in their order."""
+    marks = ", ".join("?" * len(hashes))
+    found = con.execute(f"SELECT record_hash, id FROM query_log WHERE record_hash IN ({marks})", hashes)
+    ids = {str(hash_): int(log_id) for hash_, log_id in found.fetchall()}
+    return [(ids[hash_], hash_) for hash_ in hashes]
 
 
 def _write_error(exc: Exception, path: Path) -> BaseException:
@@ -115,6 +139,14 @@ def insert_batch(
     """Insert ``batch``'s log rows, chained in order after the record whose hash is
     ``previous``, and what their answers add, in the caller's transaction; returns each
     record's (log id, hash)."""
+    chained = _insert_log(con, *_log_rows(batch, previous))
+    _insert_beside(con, batch, [log_id for log_id, _ in chained])
+    return chained
+
+
+def _log_rows(batch: Sequence[Pending], previous: str) -> tuple[list[list[Any]], list[str]]:
+    """The log rows of ``batch``, chained in order after the hash ``previous``, and
+    their hashes."""
     hashes = []
     rows: list[list[Any]] = []
     for entry in batch:
@@ -125,6 +157,13 @@ def insert_batch(
         )
         hashes.append(hash_)
         previous = hash_
+    return rows, hashes
+
+
+def _insert_log(
+    con: duckdb.DuckDBPyConnection, rows: list[list[Any]], hashes: list[str]
+) -> list[tuple[int, str]]:
+    """Insert the log ``rows`` (one statement) and return each one's (log id, hash)."""
     marks = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
     returned = con.execute(
         "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, error, reason, "
@@ -134,13 +173,16 @@ def insert_batch(
     ).fetchall()
     # matched by hash, not by position: the chain makes every record's hash unique
     ids = {str(hash_): int(log_id) for log_id, hash_ in returned}
-    chained = [(ids[hash_], hash_) for hash_ in hashes]
-    _insert_releases(con, batch, [log_id for log_id, _ in chained])
-    _insert_history(con, batch, [log_id for log_id, _ in chained])
-    for entry, (log_id, _) in zip(batch, chained, strict=True):
+    return [(ids[hash_], hash_) for hash_ in hashes]
+
+
+def _insert_beside(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:
+    """What the answers of ``batch`` add beside their log rows (``log_ids``)."""
+    _insert_releases(con, batch, log_ids)
+    _insert_history(con, batch, log_ids)
+    for entry, log_id in zip(batch, log_ids, strict=True):
         if entry.noise is not None:
             _insert_noise(con, entry.record, entry.noise, log_id, entry.ts_text)
-    return chained
 
 
 def _insert_releases(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:

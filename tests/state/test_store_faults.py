@@ -123,20 +123,28 @@ def test_an_empty_secret_key_is_refused(tmp_path: Path) -> None:
 
 
 class _DiskFull:
-    """A connection whose COMMIT fails as on a full disk (DuckDB then ends the
-    transaction itself, so ROLLBACK fails too)."""
+    """A connection whose commits fail as on a full disk: an explicit COMMIT (DuckDB then
+    ends the transaction itself, so ROLLBACK fails too), and a write outside a
+    transaction, which commits as it ends."""
 
     def __init__(self, con: object) -> None:
         self._con = con
+        self._open = False
 
     def execute(self, sql: str, *args: object) -> object:
         import duckdb
 
+        full = duckdb.IOException('Could not write file "guard.duckdb.wal": No space left on device')
+        if sql == "BEGIN":
+            self._open = True
         if sql == "COMMIT":
+            self._open = False
             self._con.execute("ROLLBACK")  # type: ignore[attr-defined]
-            raise duckdb.IOException('Could not write file "guard.duckdb.wal": No space left on device')
+            raise full
         if sql == "ROLLBACK":
             raise duckdb.TransactionException("cannot rollback - no transaction is active")
+        if sql.startswith("INSERT") and not self._open:
+            raise full
         return self._con.execute(sql, *args)  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> object:

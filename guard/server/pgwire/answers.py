@@ -13,7 +13,7 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -26,6 +26,7 @@ from guard.errors import AccessDenied, QueryRejected
 from guard.query.front import MAX_CACHED_LENGTH
 from guard.query.parameters import Parameter
 from guard.query.parse import parse_within_limits
+from guard.query.tokenkeys import TokenKeys
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.catalog import Catalogs, VisibleTable, visible_tables
 from guard.server.pgwire.catalog_queries import certainly_empty, output_names, references_catalog
@@ -89,10 +90,24 @@ class Router:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._lock = threading.Lock()
-        self._guarded: OrderedDict[tuple[tuple[TokenType, str], ...], None] = OrderedDict()
+        self._guarded: OrderedDict[Hashable, None] = OrderedDict()
+        #: texts tagged differently are not tokenized again (``tokenkeys.py``)
+        tokens = TokenKeys(_tokens, size, MAX_CACHED_LENGTH)
+        self._tokens, self._tokens_known = tokens.key, tokens.known
+
+    def remembered(self, sql: str) -> GuardPlan | None:
+        """The guard's plan for ``sql`` when its tokens are remembered as the guard's,
+        else None (then :meth:`route` it): reads memory only, never tokenizes or parses,
+        so the event loop can ask it instead of handing the text to a worker."""
+        found, key = self._tokens_known(sql)
+        with self._lock:
+            if found and key is not None and key in self._guarded:
+                self._guarded.move_to_end(key)
+                return GuardPlan(sql)
+        return None
 
     def route(self, sql: str) -> Plan:
-        key = _tokens(sql)
+        key = None if len(sql) > MAX_CACHED_LENGTH else self._tokens(sql)
         with self._lock:
             if key is not None and key in self._guarded:
                 self._guarded.move_to_end(key)
@@ -107,9 +122,7 @@ class Router:
 
 
 def _tokens(sql: str) -> tuple[tuple[TokenType, str], ...] | None:
-    """The PostgreSQL tokens of ``sql`` (None: too long to keep, or not tokenizable)."""
-    if len(sql) > MAX_CACHED_LENGTH:
-        return None
+    """The PostgreSQL tokens of ``sql`` (None: not tokenizable)."""
     try:
         return tuple((token.token_type, token.text) for token in postgres_tokens(sql))
     except (TokenError, ValueError):

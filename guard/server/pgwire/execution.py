@@ -80,7 +80,13 @@ class StatementRunner:
         if statement.kind in (Kind.QUERY, Kind.OTHER):
             if statement.kind is Kind.OTHER:
                 return Prepared(statement, GuardPlan(text))
-            plan = await self.answerer.call(ticket, lambda: self.answerer.router.route(text))
+            router = self.answerer.router
+            # a query routed before (by its tokens) is not handed to a worker to be routed
+            remembered = router.remembered(text)
+            if remembered is not None:
+                ticket.check()
+                return Prepared(statement, remembered)
+            plan = await self.answerer.call(ticket, lambda: router.route(text))
             return Prepared(statement, plan)
         return Prepared(statement)
 

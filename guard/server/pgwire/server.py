@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from guard.core import Guard
-from guard.server.limits import ServeLimits
+from guard.server.limits import PG_WORKERS, ServeLimits
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.answers import Answerer
 from guard.server.pgwire.session import Session, SessionServices
@@ -40,7 +40,7 @@ class PgServer:
 
     ``ssl_context``: answer SSLRequest with TLS (else 'N', plain connections only); a
     plaintext start-up is then refused, unless ``allow_plaintext_loopback`` and the client
-    is on loopback. ``workers``: threads answering queries at once. ``limits`` and
+    is on loopback. ``workers``: threads answering queries at once (:data:`PG_WORKERS`). ``limits`` and
     ``throttle`` default to their safe defaults (a throttle of its own).
     :attr:`on_failed_login` ``("postgresql", user, address)`` runs on a worker thread
     after each failed login (``user`` cut to 200 characters).
@@ -53,7 +53,7 @@ class PgServer:
         host: str = "127.0.0.1",
         port: int = 5433,
         ssl_context: ssl.SSLContext | None = None,
-        workers: int = 8,
+        workers: int = PG_WORKERS,
         allow_plaintext_loopback: bool = False,
         limits: ServeLimits | None = None,
         throttle: LoginThrottle | None = None,

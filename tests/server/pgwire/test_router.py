@@ -36,3 +36,21 @@ def test_texts_that_do_not_parse_are_not_remembered() -> None:
     router = Router()
     assert router.route("SELECT FROM WHERE") == GuardPlan("SELECT FROM WHERE")
     assert not router._guarded
+
+
+def test_remembered_reads_memory_only() -> None:
+    router = Router()
+    tagged = GUARDED + " /* request 1 */"
+    assert router.remembered(tagged) is None  # not routed yet: a worker routes it
+    assert router.route(tagged) == GuardPlan(tagged)
+    other = GUARDED + " /* request 2 */"
+    assert router.remembered(other) == GuardPlan(other)  # the text as sent goes on
+    assert router.remembered(GUARDED) is None  # untagged: another text, not yet seen
+    router.route(GUARDED)
+    assert router.remembered(GUARDED) == GuardPlan(GUARDED)
+    # catalog queries are never remembered: always routed (their tree is handed on)
+    router.route("SELECT count(*) FROM pg_class /* request 3 */")
+    assert router.remembered("SELECT count(*) FROM pg_class /* request 4 */") is None
+    # tokens remembered for a text that does not parse do not make it the guard's
+    router.route("SELECT FROM WHERE /* request 5 */")
+    assert router.remembered("SELECT FROM WHERE /* request 6 */") is None
