@@ -128,6 +128,12 @@ class SuppressionOptions:
             proven optimal is improved by the capacity-cut MILP
             (:mod:`~guard.suppression.cuts`), started from it, for ``time_limit``
             seconds more.
+        starts: heuristic patterns (on secretly jittered costs) whose union the
+            MILP then searches, before the cut loop (:mod:`~.recombination`); 1 (or
+            ``method=HEURISTIC``) skips this.
+        nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the
+            pattern does not depend on the machine's load; ``time_limit`` is its
+            fail-safe).
     """
 
     weight: Weight = Weight.VALUE
@@ -139,6 +145,8 @@ class SuppressionOptions:
     reuse_distant: bool | None = None
     distant_limit: int = 5_000
     cut_limit: int = 200_000
+    starts: int = 8
+    nodes: int = 100
 
     def reuses_distant(self, cells: int) -> bool:
         """Whether the heuristic reuses every withheld cell for a table of ``cells``."""

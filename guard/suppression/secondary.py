@@ -63,6 +63,7 @@ from guard.suppression.model import (
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
+from guard.suppression.recombination import Recombined, recombine
 from guard.suppression.redundancy import drop_redundant
 from guard.suppression.singletons import protect_singletons
 from guard.suppression.table import K, Key, Table
@@ -77,6 +78,9 @@ _ONLINE_GAP = 0.05
 #: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
 #: the loop goes (others only when last)
 _NEARLY = 10
+#: the recombination's MILPs stop by their node count; the clock, at this many times
+#: ``time_limit`` each, only when a machine is far slower than the node count assumes
+_FAIL_SAFE = 4
 
 
 def choose_method(table: Table, sensitive: int, options: SuppressionOptions) -> Method:
@@ -165,6 +169,19 @@ def suppress(
     if not proven:
         hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced_idx)
         if opts.method is not Method.HEURISTIC and len(table) * len(levels) <= opts.cut_limit:
+            found = recombine(
+                table,
+                levels,
+                costs,
+                Recombined(hidden, certificates),
+                forced=forced_idx,
+                kept=kept_idx,
+                distant=opts.reuses_distant(len(table)),
+                starts=opts.starts,
+                nodes=opts.nodes,
+                seconds=_FAIL_SAFE * opts.time_limit,
+            )
+            hidden, certificates = found.hidden, found.certificates
             better = _by_cuts(table, levels, costs, hidden, forced_idx, kept_idx, opts)
             if better is not None:
                 hidden, certificates, proven = better.hidden, better.certificates, better.proven
