@@ -128,9 +128,12 @@ class SuppressionOptions:
             proven optimal is improved by the capacity-cut MILP
             (:mod:`~guard.suppression.cuts`), started from it, for ``time_limit``
             seconds more.
-        starts: heuristic patterns (on secretly jittered costs) whose union the
-            MILP then searches, before the cut loop (:mod:`~.recombination`); 1 (or
-            ``method=HEURISTIC``) skips this.
+        starts: heuristic patterns (on secretly jittered costs) recombined by the
+            MILP (:mod:`~guard.suppression.recombination`) before the cut loop, for
+            patterns not proven optimal up to ``recombine_limit`` cells times
+            sensitive cells; 1 (or ``method=HEURISTIC``) skips this.
+        recombine_limit: see ``starts`` (5 000: 3-D tables up to about 6 x 6 x 6 with
+            all margins; above, one recombination's MILP takes tens of seconds).
         nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the
             pattern does not depend on the machine's load; ``time_limit`` is its
             fail-safe).
@@ -146,6 +149,7 @@ class SuppressionOptions:
     distant_limit: int = 5_000
     cut_limit: int = 200_000
     starts: int = 8
+    recombine_limit: int = 5_000
     nodes: int = 100
 
     def reuses_distant(self, cells: int) -> bool:
