@@ -131,7 +131,9 @@ class SuppressionOptions:
         starts: heuristic patterns (on secretly jittered costs) recombined by the
             MILP (:mod:`~guard.suppression.recombination`) before the cut loop, for
             patterns not proven optimal up to ``recombine_limit`` cells times
-            sensitive cells; 1 (or ``method=HEURISTIC``) skips this.
+            sensitive cells, on tables where some cell lies in three relations
+            (:func:`~guard.suppression.recombination.crossed`); 1 (or
+            ``method=HEURISTIC``) skips this.
         recombine_limit: see ``starts`` (5 000: 3-D tables up to about 6 x 6 x 6 with
             all margins; above, one recombination's MILP takes tens of seconds).
         nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the

@@ -15,11 +15,11 @@ Which method runs (unless ``SuppressionOptions.method`` forces one):
   ``reuse_distant=True``, for about 30 % fewer suppressions).
 
 A pattern not proven optimal is then pruned (:mod:`~guard.suppression.redundancy`:
-complementary cells no sensitive cell needs are published, costliest first); up to
-``recombine_limit`` cells times sensitive cells, it competes with further heuristic
-patterns on secretly jittered costs, recombined pairwise by the MILP over their union
-(:mod:`~guard.suppression.recombination`, a node-count limit: 5 x 5 x 5 tables at the
-optimum, 6 x 6 x 6 8-17 % better than before); and, up
+complementary cells no sensitive cell needs are published, costliest first); on tables
+where some cell lies in three relations, up to ``recombine_limit`` cells times
+sensitive cells, it competes with further heuristic patterns on secretly jittered
+costs, recombined pairwise by the MILP over their union
+(:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the optimum); and, up
 to ``cut_limit`` cells times sensitive cells and unless the heuristic was forced,
 improved by the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`),
 started from it, for ``time_limit`` seconds more (its master MILPs stopped within
@@ -67,7 +67,7 @@ from guard.suppression.model import (
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
-from guard.suppression.recombination import Recombined, recombine
+from guard.suppression.recombination import Recombined, crossed, recombine
 from guard.suppression.redundancy import drop_redundant
 from guard.suppression.singletons import protect_singletons
 from guard.suppression.table import K, Key, Table
@@ -173,7 +173,12 @@ def suppress(
     if not proven:
         hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced_idx)
         size = len(table) * len(levels)
-        if opts.method is not Method.HEURISTIC and opts.starts > 1 and size <= opts.recombine_limit:
+        if (
+            opts.method is not Method.HEURISTIC
+            and opts.starts > 1
+            and size <= opts.recombine_limit
+            and crossed(table)
+        ):
             found = recombine(
                 table,
                 levels,

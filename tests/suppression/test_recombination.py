@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from guard.rules import CellContributions, Dominance, MinimumFrequency, RuleVerdict, evaluate
 from guard.suppression import TOTAL, Key, SuppressionOptions, Table, Weight, failures, suppress
+from guard.suppression.recombination import crossed
+
+CubeTable = Callable[[np.ndarray], Table]
 
 RULES = (MinimumFrequency(3, fraction=0.1), Dominance(1, 0.6))
 
@@ -64,3 +68,9 @@ def test_recombination_is_a_function_of_the_secret(cube: tuple[Table, dict[Key, 
     assert suppress(table, sensitive, options=_ALONE, seed=7).suppressed == first.suppressed
     others = {suppress(table, sensitive, options=_ALONE, seed=s).suppressed for s in range(8, 12)}
     assert len(others | {first.suppressed}) > 1
+
+
+def test_recombination_only_where_cells_cross_three_relations(cube_table: CubeTable) -> None:
+    flat = cube_table(np.arange(1.0, 26.0).reshape(5, 5))
+    assert not crossed(flat)  # 2-D: every cell in at most two relations
+    assert crossed(cube_table(np.ones((2, 2, 2))))
