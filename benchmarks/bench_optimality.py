@@ -159,28 +159,21 @@ def optimum(case: Case, weights: np.ndarray, limit: float, cap: float, start: fr
     lp.a_matrix_.index_ = rows.indices
     lp.a_matrix_.value_ = rows.data
     lp.integrality_ = [highspy.HighsVarType.kInteger] * n + [highspy.HighsVarType.kContinuous] * (q * n)
-
-    def model() -> highspy.Highs:
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-        highs.setOptionValue("time_limit", float(limit))
-        highs.setOptionValue("mip_rel_gap", 0.0)
-        highs.setOptionValue("threads", 1)
-        highs.passModel(lp)
-        return highs
-
-    highs = model()
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("time_limit", float(limit))
+    highs.setOptionValue("mip_rel_gap", 0.0)
+    # no "threads" option: HiGHS's scheduler is global and was started by the guard's
+    # run above; asking for another count makes run() err at once, and the full
+    # model's result read "no incumbent, bound 0" (session 14)
+    highs.passModel(lp)
     if start:
-        # the integers only: HiGHS completes the deviations by LP
+        # the integers only: HiGHS completes the deviations by LP (or drops the start)
         index = np.arange(n, dtype=np.int32)
         values = np.array([1.0 if i in start else 0.0 for i in range(n)])
         highs.setSolution(n, index, values)
     begin = time.perf_counter()
-    if highs.run() == highspy.HighsStatus.kError and start:
-        # HiGHS 1.16 refuses a start of the integers only: run() errs at once, and the
-        # full model's result read "no incumbent, bound 0" (session 14); solved without it
-        highs = model()
-        highs.run()
+    highs.run()
     seconds = time.perf_counter() - begin
     info = highs.getInfo()
     status = highs.getModelStatus()
