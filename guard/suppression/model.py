@@ -163,6 +163,8 @@ class SuppressionOptions:
             raise ValueError("perturbation must be >= 0")
         if self.time_limit <= 0:
             raise ValueError("time_limit must be > 0 seconds")
+        if self.starts < 1 or self.nodes < 1:
+            raise ValueError("starts and nodes must be >= 1")
 
 
 @dataclass(frozen=True)
