@@ -163,7 +163,9 @@ def optimum(case: Case, weights: np.ndarray, limit: float, cap: float, start: fr
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(limit))
     highs.setOptionValue("mip_rel_gap", 0.0)
-    highs.setOptionValue("threads", 1)
+    # no "threads" option: HiGHS's scheduler is global and was started by the guard's
+    # run above; asking for another count makes run() err at once, and the full
+    # model's result read "no incumbent, bound 0" (session 14)
     highs.passModel(lp)
     if start:
         # the integers only: HiGHS completes the deviations by LP (or drops the start)

@@ -128,6 +128,17 @@ class SuppressionOptions:
             proven optimal is improved by the capacity-cut MILP
             (:mod:`~guard.suppression.cuts`), started from it, for ``time_limit``
             seconds more.
+        starts: heuristic patterns (on secretly jittered costs) recombined by the
+            MILP (:mod:`~guard.suppression.recombination`) before the cut loop, for
+            patterns not proven optimal up to ``recombine_limit`` cells times
+            sensitive cells, on tables where some cell lies in three relations
+            (:func:`~guard.suppression.recombination.crossed`); 1 (or
+            ``method=HEURISTIC``) skips this.
+        recombine_limit: see ``starts`` (5 000: 3-D tables up to about 6 x 6 x 6 with
+            all margins; above, one recombination's MILP takes tens of seconds).
+        nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the
+            pattern does not depend on the machine's load; ``time_limit`` is its
+            fail-safe).
     """
 
     weight: Weight = Weight.VALUE
@@ -139,6 +150,9 @@ class SuppressionOptions:
     reuse_distant: bool | None = None
     distant_limit: int = 5_000
     cut_limit: int = 200_000
+    starts: int = 8
+    recombine_limit: int = 5_000
+    nodes: int = 100
 
     def reuses_distant(self, cells: int) -> bool:
         """Whether the heuristic reuses every withheld cell for a table of ``cells``."""
@@ -149,6 +163,8 @@ class SuppressionOptions:
             raise ValueError("perturbation must be >= 0")
         if self.time_limit <= 0:
             raise ValueError("time_limit must be > 0 seconds")
+        if self.starts < 1 or self.nodes < 1:
+            raise ValueError("starts and nodes must be >= 1")
 
 
 @dataclass(frozen=True)

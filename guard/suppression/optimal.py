@@ -28,14 +28,16 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from guard.highs import lp_model
 from guard.suppression.model import Levels
 from guard.suppression.table import Table
 
-__all__ = ["CspModel", "OptimalOutcome", "solve_csp", "solve_optimal"]
+__all__ = ["CspModel", "OptimalOutcome", "solve_csp", "solve_csp_from", "solve_optimal"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,76 @@ def solve_optimal(
 
 def solve_csp(model: CspModel, time_limit: float) -> OptimalOutcome | None:
     """Solve one :class:`CspModel`; None when no pattern was found."""
+    built = _assemble(model)
+    if isinstance(built, OptimalOutcome):
+        return built
+    n = len(model.costs)
+    constraints = [LinearConstraint(built.equalities, 0.0, 0.0)]
+    if built.links is not None:
+        constraints.append(LinearConstraint(built.links, -np.inf, 0.0))
+    res = milp(
+        built.costs,
+        integrality=np.concatenate([np.ones(n), np.zeros(len(built.costs) - n)]),
+        bounds=Bounds(built.lower, built.upper),
+        constraints=constraints,
+        options={"time_limit": time_limit, "disp": False},
+    )
+    if res.x is None:
+        return None
+    return built.outcome(res.x, proven=res.status == 0)
+
+
+def solve_csp_from(
+    model: CspModel, start: Set[int], *, node_limit: int, time_limit: float
+) -> OptimalOutcome | None:
+    """Solve one :class:`CspModel` by HiGHS started from the pattern ``start`` (its
+    withheld columns; HiGHS completes the deviations), stopped after ``node_limit``
+    branch-and-bound nodes: a limit on work, so the outcome does not depend on the
+    machine's load (``time_limit`` is a fail-safe only). None when no pattern was found.
+    """
+    built = _assemble(model)
+    if isinstance(built, OptimalOutcome):
+        return built
+    n = len(model.costs)
+    rows = sparse.vstack([built.equalities] + ([] if built.links is None else [built.links]))
+    links = 0 if built.links is None else built.links.shape[0]
+    row_lower = np.concatenate([np.zeros(built.equalities.shape[0]), np.full(links, -np.inf)])
+    highs = lp_model(rows, built.costs, built.lower, built.upper, row_lower, np.zeros(len(row_lower)))
+    highs.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
+    highs.setOptionValue("mip_max_nodes", int(node_limit))
+    highs.setOptionValue("time_limit", float(time_limit))
+    y = np.zeros(n)
+    y[sorted(start)] = 1.0
+    highs.setSolution(n, np.arange(n, dtype=np.int32), y)
+    highs.run()
+    if not highs.getInfo().primal_solution_status:
+        return None
+    x = np.asarray(highs.getSolution().col_value, dtype=np.float64)
+    return built.outcome(x, proven=highs.getModelStatus() == highspy.HighsModelStatus.kOptimal)
+
+
+@dataclass(frozen=True)
+class _Assembled:
+    """The MILP's columns (``y``, then one deviation vector per block), bounds and rows."""
+
+    costs: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    equalities: sparse.csr_matrix
+    #: the linking rows ``±d_i - U_i y_i <= 0`` (None without free cells)
+    links: sparse.csr_matrix | None
+    blocks: list[tuple[int, float, bool]]
+    fixed: frozenset[int]
+
+    def outcome(self, x: np.ndarray, *, proven: bool) -> OptimalOutcome:
+        n = len(x) // (1 + len(self.blocks))
+        chosen = frozenset(int(i) for i in np.flatnonzero(x[:n] > 0.5)) | self.fixed
+        deviations = {(p, up): x[n * (k + 1) : n * (k + 2)] for k, (p, _, up) in enumerate(self.blocks)}
+        return OptimalOutcome(chosen, proven=proven, deviations=deviations)
+
+
+def _assemble(model: CspModel) -> _Assembled | OptimalOutcome:
+    """The MILP of ``model``, or its outcome when no level needs a deviation."""
     n = len(model.costs)
     m = model.matrix.shape[0]
     fixed_one = set(model.levels) | set(model.forced)
@@ -122,22 +194,15 @@ def solve_csp(model: CspModel, time_limit: float) -> OptimalOutcome | None:
         lo.append(d_lo)
         hi.append(d_hi)
         links.append(_linking(n, q, k, free, u, d))
-
-    constraints = [LinearConstraint(eq, 0.0, 0.0)]
-    if links and len(free):
-        constraints.append(LinearConstraint(sparse.vstack(links).tocsr(), -np.inf, 0.0))
-    res = milp(
-        np.concatenate([model.costs, np.zeros(q * n)]),
-        integrality=np.concatenate([np.ones(n), np.zeros(q * n)]),
-        bounds=Bounds(np.concatenate(lo), np.concatenate(hi)),
-        constraints=constraints,
-        options={"time_limit": time_limit, "disp": False},
+    return _Assembled(
+        costs=np.concatenate([model.costs, np.zeros(q * n)]),
+        lower=np.concatenate(lo),
+        upper=np.concatenate(hi),
+        equalities=eq.tocsr(),
+        links=sparse.vstack(links).tocsr() if links and len(free) else None,
+        blocks=blocks,
+        fixed=frozenset(fixed_one),
     )
-    if res.x is None:
-        return None
-    chosen = frozenset(int(i) for i in np.flatnonzero(res.x[:n] > 0.5)) | frozenset(fixed_one)
-    deviations = {(p, up): res.x[n * (k + 1) : n * (k + 2)] for k, (p, _, up) in enumerate(blocks)}
-    return OptimalOutcome(chosen, proven=res.status == 0, deviations=deviations)
 
 
 def _linking(n: int, q: int, block: int, free: np.ndarray, u: np.ndarray, d: np.ndarray) -> sparse.coo_matrix:

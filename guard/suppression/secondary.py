@@ -15,7 +15,11 @@ Which method runs (unless ``SuppressionOptions.method`` forces one):
   ``reuse_distant=True``, for about 30 % fewer suppressions).
 
 A pattern not proven optimal is then pruned (:mod:`~guard.suppression.redundancy`:
-complementary cells no sensitive cell needs are published, costliest first) and, up
+complementary cells no sensitive cell needs are published, costliest first); on tables
+where some cell lies in three relations, up to ``recombine_limit`` cells times
+sensitive cells, it competes with further heuristic patterns on secretly jittered
+costs, recombined pairwise by the MILP over their union
+(:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the optimum); and, up
 to ``cut_limit`` cells times sensitive cells and unless the heuristic was forced,
 improved by the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`),
 started from it, for ``time_limit`` seconds more (its master MILPs stopped within
@@ -63,6 +67,7 @@ from guard.suppression.model import (
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
+from guard.suppression.recombination import Recombined, crossed, recombine
 from guard.suppression.redundancy import drop_redundant
 from guard.suppression.singletons import protect_singletons
 from guard.suppression.table import K, Key, Table
@@ -77,6 +82,9 @@ _ONLINE_GAP = 0.05
 #: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
 #: the loop goes (others only when last)
 _NEARLY = 10
+#: the recombination's MILPs stop by their node count; the clock, at this many times
+#: ``time_limit`` each, only when a machine is far slower than the node count assumes
+_FAIL_SAFE = 4
 
 
 def choose_method(table: Table, sensitive: int, options: SuppressionOptions) -> Method:
@@ -164,7 +172,27 @@ def suppress(
             hidden, certificates, method = exact.hidden, exact.certificates, Method.OPTIMAL
     if not proven:
         hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced_idx)
-        if opts.method is not Method.HEURISTIC and len(table) * len(levels) <= opts.cut_limit:
+        size = len(table) * len(levels)
+        if (
+            opts.method is not Method.HEURISTIC
+            and opts.starts > 1
+            and size <= opts.recombine_limit
+            and crossed(table)
+        ):
+            found = recombine(
+                table,
+                levels,
+                costs,
+                Recombined(hidden, certificates),
+                forced=forced_idx,
+                kept=kept_idx,
+                distant=opts.reuses_distant(len(table)),
+                starts=opts.starts,
+                nodes=opts.nodes,
+                seconds=_FAIL_SAFE * opts.time_limit,
+            )
+            hidden, certificates = found.hidden, found.certificates
+        if opts.method is not Method.HEURISTIC and size <= opts.cut_limit:
             better = _by_cuts(table, levels, costs, hidden, forced_idx, kept_idx, opts)
             if better is not None:
                 hidden, certificates, proven = better.hidden, better.certificates, better.proven

@@ -151,3 +151,7 @@ def test_options_are_validated() -> None:
         SuppressionOptions(perturbation=-1)
     with pytest.raises(ValueError, match="time_limit"):
         SuppressionOptions(time_limit=0)
+    with pytest.raises(ValueError, match="starts and nodes"):
+        SuppressionOptions(starts=0)
+    with pytest.raises(ValueError, match="starts and nodes"):
+        SuppressionOptions(nodes=0)
