@@ -41,7 +41,7 @@ from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition
-from guard.history.elimination import combine, left_null_space, linked_to, peeled
+from guard.history.elimination import combine, combine_sparse, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
@@ -160,8 +160,11 @@ class GroupSearch:
         if not phi.any():
             return _CLEAR  # only combinations the earlier answers already held
         coordinates = touched[small]
-        vectors = combine(null, rows[:, np.flatnonzero(small)].toarray(), p)
-        return self._smallest(exposure, vectors, coordinates, phi)
+        vectors = combine_sparse(null, csr_matrix(rows[:, np.flatnonzero(small)]), p)
+        # a coordinate where every vector of the span is zero is in no support: most are
+        # (measured: 4,000-6,000 of 14,000-29,000 small atoms stay at 100,000 rows)
+        moving = vectors.any(axis=0)
+        return self._smallest(exposure, vectors[:, moving], coordinates[moving], phi, coordinates)
 
     def tidy(self, auditor: SpanAuditor) -> int:
         """After a release: move small atoms out of the basis wherever a large non-basis
@@ -276,10 +279,12 @@ class GroupSearch:
         return self._counter.unit_ids(rows)
 
     def _smallest(
-        self, exposure: Exposure, vectors: Residues, coordinates: Ids, phi: Residues
+        self, exposure: Exposure, vectors: Residues, coordinates: Ids, phi: Residues, every: Ids
     ) -> GroupFinding:
         """Is there a v in the span of ``vectors`` (rows over the small atoms
         ``coordinates``) with phi(v) != 0 whose support touches fewer than k units?
+        ``every``: the small atoms the rows touch, ``coordinates`` among them (a sensitive
+        set's finding names all of its atoms there).
 
         Every such v is, up to scale, v* + w with phi(v*) = 1 and w in V0 = ker phi; the
         branch and bound over the coordinates (zero in v, or in the group with its units
@@ -302,13 +307,13 @@ class GroupSearch:
         if found is None:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         if found is False:
-            return self._inside_sensitive(exposure, star, rest, coordinates, p)
+            return self._inside_sensitive(exposure, star, rest, coordinates, every, p)
         support = coordinates[found != 0]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows))
 
     def _inside_sensitive(
-        self, exposure: Exposure, star: Residues, rest: Residues, coordinates: Ids, p: int
+        self, exposure: Exposure, star: Residues, rest: Residues, coordinates: Ids, every: Ids, p: int
     ) -> GroupFinding:
         """Is some v* + w (w in the span of ``rest``) supported inside one sensitive set?
         For each set among the coordinates: the coordinates outside it must all be
@@ -320,6 +325,7 @@ class GroupSearch:
         number = inside_one_set(star, rest, sets, p)  # one echelon form for every set
         if number is None:
             return _CLEAR
-        support = coordinates[sets == number]
+        every_set = np.array([self._set_of(exposure.rows_of(int(a))) for a in every], dtype=np.int64)
+        support = every[every_set == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
