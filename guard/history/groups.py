@@ -48,7 +48,7 @@ from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
 from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
-from guard.history.steps import Ids, Residues
+from guard.history.steps import Ids, Residues, Step
 from guard.history.unitmatrix import UnitMatrix
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
@@ -120,6 +120,9 @@ class GroupSearch:
         self._flag_size = np.zeros(16, dtype=np.int64)
         #: nodes the current answer may still visit (``begin_answer``)
         self._answer_nodes = MAX_ANSWER_NODES
+        #: the exact rows the last check read: (its step, positions, rows), the basis rows
+        #: after that step, which ``tidy`` takes when the step was the release just made
+        self._read: tuple[Step, Ids, csr_matrix] | None = None
 
     def begin_answer(self) -> None:
         """A new answer's cells share ``MAX_ANSWER_NODES`` nodes of search from here."""
@@ -128,6 +131,7 @@ class GroupSearch:
     def check(self, exposure: Exposure) -> GroupFinding:
         if self.k <= 1 and self._sensitive is None:
             return _CLEAR  # no group is small and no cell is flagged
+        self._read = None
         changed = exposure.changed_atoms()
         small_of = self._classifier(exposure.partition, changed, exposure.rows_of)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
@@ -139,6 +143,7 @@ class GroupSearch:
         rows, work = exposure.rows_exactly(positions)  # sparse: positions x atoms
         if work > MAX_ROW_WORK or rows.nnz > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)
+        self._read = (exposure.step, positions, rows)
         p = exposure.p
         touched = np.unique(rows.indices).astype(np.int64)
         small = small_of(touched)
@@ -194,7 +199,9 @@ class GroupSearch:
         if not tried:
             return 0
         p = auditor.prime
-        rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
+        rows = self._rows_read(auditor, tried)
+        if rows is None:
+            rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
         for t, position in enumerate(tried):
@@ -218,6 +225,21 @@ class GroupSearch:
             else:
                 self._stuck[position] = (int(atoms[position]), auditor.rank)
         return moved
+
+    def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
+        """The basis rows at ``positions`` (dense, over every atom) from the last check's
+        exact rows, when that check's step is the release just made and read them all;
+        else None (read them from the stored sets). The same residues either way: both
+        are M^-1 A exactly mod p, on the same atoms (tidy re-read every stored set)."""
+        read, self._read = self._read, None
+        if read is None or not auditor.last_change_is(read[0]):
+            return None
+        _, known, matrix = read
+        where = {position: i for i, position in enumerate(known.tolist())}
+        if matrix.shape[1] != auditor.partition.atom_count or any(q not in where for q in positions):
+            return None
+        picked: Residues = csr_matrix(matrix[[where[q] for q in positions]]).toarray()
+        return picked
 
     def _classifier(
         self, partition: AtomPartition, changed: set[int], rows_of: Callable[[int], RowIds]
