@@ -102,6 +102,9 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._index: dict[int, list[int]] | None = None  # built on the first pair search
         self._cuts = 0  # commits so far: the atoms' representatives change only then
         self._probe: tuple[int, Probe] | None = None
+        # the last step committed and the version it left: nothing changed since while
+        # the version is still that one (``last_change_is``)
+        self._committed: tuple[Step, int] | None = None
 
     @property
     def partition(self) -> AtomPartition:
@@ -194,6 +197,12 @@ class SpanAuditor(PairSearch, DisclosureReport):
             representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
             self._probe = (self._cuts, Probe.of(representatives))
         return self._probe[1]
+
+    def last_change_is(self, step: Step) -> bool:
+        """True when ``step`` (this object) was the last release and nothing changed
+        since (no release, no exchange): the basis is then the one its exposure read."""
+        committed = self._committed
+        return committed is not None and committed[0] is step and committed[1] == self._version
 
     def exchange(self, position: int, atom: int) -> None:
         """Make non-basis ``atom`` the basis atom at ``position`` (its row must be nonzero there)."""
@@ -355,6 +364,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._version += 1
         self._cuts += 1
         self._cache = None
+        self._committed = (step, self._version)
 
     def _reserve_atoms(self, needed: int) -> None:
         if needed <= self._basis_pos.size:

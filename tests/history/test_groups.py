@@ -257,6 +257,65 @@ def test_tidy_reading_its_rows_once_exchanges_as_fresh_reads_do(seed: int) -> No
     assert several > 0
 
 
+def _tidy_after_checks(seed: int) -> tuple[int, int]:
+    """One random history released after its checks on two auditors seeded alike (the
+    same prime and weights): tidy on the first may take the check's rows, on the second
+    it reads them. Asserts the same exchanges and bases after every release; returns
+    (exchanges, tidies that exchanged on the check's rows)."""
+    rng = np.random.default_rng(700 + seed)
+    n = 40
+    unit_of_row = np.arange(n)
+    entropy = np.random.default_rng(seed).bytes(1 << 16)
+
+    def source() -> SpanAuditor:
+        cursor = [0]
+
+        def random_bytes(count: int) -> bytes:
+            cursor[0] += count
+            return entropy[cursor[0] - count : cursor[0]]
+
+        return SpanAuditor(unit_of_row, random_bytes=random_bytes)
+
+    checked, read = source(), source()
+    checked_search = GroupSearch(4, _units_of(unit_of_row))
+    read_search = GroupSearch(4, _units_of(unit_of_row))
+    reads = [0]
+    inner = checked.basis_rows
+
+    def counted(positions: np.ndarray) -> np.ndarray:
+        reads[0] += 1
+        return inner(positions)
+
+    checked.basis_rows = counted  # type: ignore[method-assign]
+    moves = taken = 0
+    for _ in range(30):
+        q = np.sort(rng.choice(n, size=int(rng.integers(2, n)), replace=False))
+        exposure = checked.exposure(q)
+        if exposure is None or checked_search.check(exposure).verdict is not GroupVerdict.CLEAR:
+            continue
+        if rng.random() < 0.25:  # checked but withheld by a later control: another release
+            q = np.sort(rng.choice(n, size=int(rng.integers(2, n)), replace=False))
+        if not checked.release(q):
+            continue
+        assert read.release(q)
+        before = reads[0]
+        moved = checked_search.tidy(checked)
+        assert moved == read_search.tidy(read)
+        assert (checked.basis_atoms() == read.basis_atoms()).all()
+        moves += moved
+        taken += moved > 0 and reads[0] == before
+    return moves, taken
+
+
+def test_tidy_after_a_check_takes_its_rows_and_exchanges_as_reading_them() -> None:
+    """A release checked first: tidy takes the check's exact rows instead of reading the
+    stored sets, and makes the same exchanges (so the same bases and later decisions) as
+    a tidy that reads them."""
+    results = [_tidy_after_checks(seed) for seed in range(4)]
+    assert sum(moves for moves, _ in results) > 2
+    assert sum(taken for _, taken in results) > 0  # the check's rows were used
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_an_answer_past_its_node_budget_is_withheld_never_cleared(
     seed: int, monkeypatch: pytest.MonkeyPatch

@@ -1,0 +1,39 @@
+"""The group search's sparse combination equals the dense one, entry for entry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+
+from guard.history import elimination
+from guard.history.elimination import combine, combine_sparse
+
+_P = 1125899906842597  # the largest prime below 2**50: residues use every bit
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_combination_equals_the_dense_one(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    d, m, n = (int(x) for x in rng.integers(1, 40, size=3))
+    coefficients = rng.integers(0, _P, size=(d, m), dtype=np.int64)
+    coefficients[:, rng.random(m) < 0.3] = _P - 1  # the largest residue, often
+    dense = rng.integers(0, _P, size=(m, n), dtype=np.int64)
+    dense[rng.random((m, n)) < 0.7] = 0
+    sparse = combine_sparse(coefficients, csr_matrix(dense), _P)
+    assert np.array_equal(sparse, combine(coefficients, dense, _P))
+
+
+def test_chunks_of_rows_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sums over more rows than one int64 product may hold are taken chunk by chunk
+    monkeypatch.setattr(elimination, "_CHUNK", 3)
+    rng = np.random.default_rng(9)
+    coefficients = rng.integers(0, _P, size=(4, 11), dtype=np.int64)
+    dense = rng.integers(0, _P, size=(11, 7), dtype=np.int64)
+    sparse = combine_sparse(coefficients, csr_matrix(dense), _P)
+    assert np.array_equal(sparse, combine(coefficients, dense, _P))
+
+
+def test_no_rows_combine_to_zero() -> None:
+    out = combine_sparse(np.zeros((2, 0), dtype=np.int64), csr_matrix((0, 5), dtype=np.int64), _P)
+    assert out.shape == (2, 5) and not out.any()
