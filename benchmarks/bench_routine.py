@@ -24,15 +24,14 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from benchmarks.bench_session import released
 from guard import Guard
-from guard.errors import GuardError
 
 DIMENSIONS = ("region", "ageband", "sex", "occupation")
 TABLES = (
@@ -98,20 +97,6 @@ def write_policy(folder: Path, rows: int, seed: int, rules: str) -> Path:
     return path
 
 
-def released(guard: Guard, sql: str) -> tuple[int | None, int, float, str]:
-    """(aggregate cells released or None when refused, aggregate cells, seconds, note)."""
-    start = time.perf_counter()
-    try:
-        result = guard.query(sql, "analyst")
-    except GuardError as error:
-        return None, 0, time.perf_counter() - start, str(error)[:100]
-    seconds = time.perf_counter() - start
-    group_columns = sum(1 for c in result.columns if c in DIMENSIONS)
-    flags = [f for row in result.flags for f in row[group_columns:]]
-    note = result.notes[0][:100] if result.notes else ""
-    return sum(f != "suppressed" for f in flags), len(flags), seconds, note
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -131,9 +116,9 @@ def main() -> int:
             for number, sql in enumerate(TABLES[: args.tables], start=1):
                 fresh_state = folder / f"fresh-{number}"
                 with Guard.open(policy, state=fresh_state) as fresh:
-                    alone, cells, alone_s, _ = released(fresh, sql)
+                    alone, cells, alone_s, _ = released(fresh, sql, DIMENSIONS)
                 shutil.rmtree(fresh_state, ignore_errors=True)
-                got, cells_s, seq_s, note = released(sequence, sql)
+                got, cells_s, seq_s, note = released(sequence, sql, DIMENSIONS)
                 shown_alone = "refused" if alone is None else f"{alone}/{cells}"
                 shown_seq = "refused" if got is None else f"{got}/{cells_s}"
                 ratio = ""

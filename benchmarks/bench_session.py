@@ -83,15 +83,18 @@ def write_policy(folder: Path) -> Path:
     return path
 
 
-def released(guard: Guard, sql: str) -> tuple[int | None, int, float, str]:
-    """(aggregate cells released or None when refused, aggregate cells, seconds, note)."""
+def released(
+    guard: Guard, sql: str, dimensions: tuple[str, ...] = DIMENSIONS
+) -> tuple[int | None, int, float, str]:
+    """(aggregate cells released or None when refused, aggregate cells, seconds, note);
+    ``dimensions``: the columns that are group keys, not aggregates."""
     start = time.perf_counter()
     try:
         result = guard.query(sql, "analyst")
     except GuardError as error:
         return None, 0, time.perf_counter() - start, str(error)[:90]
     seconds = time.perf_counter() - start
-    group_columns = sum(1 for c in result.columns if c in DIMENSIONS)
+    group_columns = sum(1 for c in result.columns if c in dimensions)
     flags = [f for row in result.flags for f in row[group_columns:]]
     note = result.notes[0][:90] if result.notes else ""
     return sum(f != "suppressed" for f in flags), len(flags), seconds, note
