@@ -39,9 +39,11 @@ from guard.query.shape import AggFunc, Aggregate, QueryShape
 from guard.rules import RuleVerdict
 from guard.state.records import ReleaseStatus
 from guard.suppression import (
+    UNVERIFIED_REFUSAL,
     Key,
     Method,
     ProtectionInfeasible,
+    ProtectionUnverified,
     Relation,
     SuppressionOptions,
     Table,
@@ -296,6 +298,9 @@ def _protect_space(
             singletons=singletons,
             prior=prior,
         )
+    except ProtectionUnverified:
+        # a budget ran out: say so, rather than claim a recomputation was found
+        raise QueryRefused(UNVERIFIED_REFUSAL) from None
     except ProtectionInfeasible:
         raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
     # every sensitive cell's interval is already proven by a certificate (a feasible point

@@ -11,10 +11,12 @@
 
 from guard.suppression.audit import Failure, audit, failures, linked_suppressed
 from guard.suppression.model import (
+    UNVERIFIED_REFUSAL,
     Method,
     Protection,
     ProtectionInfeasible,
     ProtectionLevels,
+    ProtectionUnverified,
     SuppressionOptions,
     SuppressionResult,
     Weight,
@@ -25,6 +27,7 @@ from guard.suppression.table import TOTAL, Key, Margin, Relation, Table, derive_
 
 __all__ = [
     "TOTAL",
+    "UNVERIFIED_REFUSAL",
     "Failure",
     "Key",
     "Margin",
@@ -32,6 +35,7 @@ __all__ = [
     "Protection",
     "ProtectionInfeasible",
     "ProtectionLevels",
+    "ProtectionUnverified",
     "Relation",
     "SuppressionOptions",
     "SuppressionResult",

@@ -11,12 +11,14 @@ from guard.errors import QueryRefused
 from guard.suppression.table import K, Key, Table
 
 __all__ = [
+    "UNVERIFIED_REFUSAL",
     "Block",
     "Levels",
     "Method",
     "Protection",
     "ProtectionInfeasible",
     "ProtectionLevels",
+    "ProtectionUnverified",
     "SuppressionOptions",
     "SuppressionResult",
     "Weight",
@@ -201,3 +203,17 @@ class SuppressionResult:
 class ProtectionInfeasible(QueryRefused):
     """No pattern of withheld cells gives a sensitive cell its protection levels (the
     bounds or the cells that must stay published leave too little room)."""
+
+
+#: what an analyst is told when a ``ProtectionUnverified`` refuses an answer
+UNVERIFIED_REFUSAL = (
+    "refused by secondary cell suppression: the check that every single contributor's cells "
+    "stay protected did not finish within its budget, and an answer it has not verified is not "
+    "released; ask for fewer cells, coarser groups or fewer totals"
+)
+
+
+class ProtectionUnverified(ProtectionInfeasible):
+    """A check a pattern needs did not finish within its budget: the pattern is not
+    returned (fail closed), though nothing shows it would disclose. Callers that say
+    why an answer is refused tell it apart from a proven infeasibility."""

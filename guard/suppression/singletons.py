@@ -36,7 +36,7 @@ from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
 from guard.suppression.deviation import DeviationProblem, cheapest_deviation
 from guard.suppression.heuristic import solve_heuristic
-from guard.suppression.model import Levels, Protection, ProtectionInfeasible
+from guard.suppression.model import Levels, Protection, ProtectionInfeasible, ProtectionUnverified
 from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["EXACT_INSIDER_LIMIT", "insider_levels", "protect_singletons", "relation_violations", "same_unit"]
@@ -164,7 +164,7 @@ def _insider_audit(
         audited += len(near)
         if audited > MAX_INSIDER_AUDITS:
             # fail closed: a pattern whose insiders were not all audited is not released
-            raise ProtectionInfeasible(
+            raise ProtectionUnverified(
                 "the insider audit of single-contributor cells did not finish within its budget"
             )
         published = current - known

@@ -186,3 +186,30 @@ def test_a_cell_the_history_already_determines_is_released_past_the_size_limit(
     assert everyone[0] is not None
     (total,) = castro.query(TOTAL_SQL, "alice").rows
     assert total[0] == everyone[0]
+
+
+def test_a_budget_that_ran_out_is_not_reported_as_a_recomputation(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fail closed, but say why: an answer refused because the insider audit ran out of
+    its budget is not told that a protected cell could be recomputed (nothing was found);
+    a proven infeasibility still is."""
+    import guard.protection.decide as decide_module
+    from guard.suppression import ProtectionInfeasible, ProtectionUnverified
+
+    castro.query(BY_TOWN, "alice")
+
+    def unverified(*args: Any, **kwargs: Any) -> Any:
+        raise ProtectionUnverified("the insider audit did not finish within its budget")
+
+    monkeypatch.setattr(decide_module, "suppress", unverified)
+    with pytest.raises(QueryRefused, match="did not finish within its budget") as refused:
+        castro.query(DETAIL, "alice")
+    assert "recomputed" not in str(refused.value)
+
+    def infeasible(*args: Any, **kwargs: Any) -> Any:
+        raise ProtectionInfeasible("no pattern")
+
+    monkeypatch.setattr(decide_module, "suppress", infeasible)
+    with pytest.raises(QueryRefused, match="recomputed"):
+        castro.query(DETAIL, "alice")

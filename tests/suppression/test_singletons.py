@@ -17,7 +17,7 @@ from guard.suppression import (
     Key,
     Method,
     Protection,
-    ProtectionInfeasible,
+    ProtectionUnverified,
     SuppressionOptions,
     Table,
     failures,
@@ -117,7 +117,7 @@ def test_an_insider_audit_over_its_budget_refuses(monkeypatch: pytest.MonkeyPatc
 
     table = _grid(VALUES)
     monkeypatch.setattr(singletons, "MAX_INSIDER_AUDITS", 0)
-    with pytest.raises(ProtectionInfeasible, match="did not finish within its budget"):
+    with pytest.raises(ProtectionUnverified, match="did not finish within its budget"):
         suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
     monkeypatch.setattr(singletons, "MAX_INSIDER_AUDITS", 1)  # OTHER is the one cell to audit
     result = suppress(table, REQUIREMENTS, options=EXACT, singletons=[SINGLETON])
