@@ -30,8 +30,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks.bench_session import released
-from guard import Guard
+from benchmarks.bench_session import compare_in_order
 
 DIMENSIONS = ("region", "ageband", "sex", "occupation")
 TABLES = (
@@ -110,32 +109,7 @@ def main() -> int:
     try:
         policy = write_policy(folder, args.rows, args.seed, args.rules)
         print(f"{args.rows:,} persons, rules: {args.rules}")
-        print(f"{'#':>2} {'sequence':>9} {'alone':>9} {'kept':>6} {'s (seq)':>8} {'s (alone)':>9}  table")
-        kept_ok = refused = answerable = 0
-        with Guard.open(policy, state=folder / "sequence") as sequence:
-            for number, sql in enumerate(TABLES[: args.tables], start=1):
-                fresh_state = folder / f"fresh-{number}"
-                with Guard.open(policy, state=fresh_state) as fresh:
-                    alone, cells, alone_s, _ = released(fresh, sql, DIMENSIONS)
-                shutil.rmtree(fresh_state, ignore_errors=True)
-                got, cells_s, seq_s, note = released(sequence, sql, DIMENSIONS)
-                shown_alone = "refused" if alone is None else f"{alone}/{cells}"
-                shown_seq = "refused" if got is None else f"{got}/{cells_s}"
-                ratio = ""
-                if alone:
-                    answerable += 1
-                    share = (got or 0) / alone
-                    kept_ok += share >= 0.9
-                    refused += got is None
-                    ratio = f"{100 * share:5.0f}%"
-                times = f"{seq_s:>8.2f} {alone_s:>9.2f}"
-                print(f"{number:>2} {shown_seq:>9} {shown_alone:>9} {ratio:>6} {times}  {sql}")
-                if note and (got is None or (alone and (got or 0) < alone)):
-                    print(f"{'':>48}  note: {note}")
-        print(
-            f"tables keeping >= 90 % of their fresh-state cells: {kept_ok} of {answerable} answerable; "
-            f"refused in the sequence though answered alone: {refused}"
-        )
+        compare_in_order(policy, folder, TABLES[: args.tables], DIMENSIONS, "table")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

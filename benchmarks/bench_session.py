@@ -23,6 +23,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -100,6 +101,40 @@ def released(
     return sum(f != "suppressed" for f in flags), len(flags), seconds, note
 
 
+def compare_in_order(
+    policy: Path, folder: Path, questions: Sequence[str], dimensions: tuple[str, ...], noun: str
+) -> None:
+    """Ask ``questions`` in order on one state and each alone on a fresh state (under
+    ``folder``); print cells released in both, the share kept and the seconds, then how
+    many keep at least 90 % and how many were refused in the sequence only."""
+    print(f"{'#':>2} {'sequence':>9} {'alone':>9} {'kept':>6} {'s (seq)':>8} {'s (alone)':>9}  {noun}")
+    kept_ok = refused = answerable = 0
+    with Guard.open(policy, state=folder / "sequence") as sequence:
+        for number, sql in enumerate(questions, start=1):
+            fresh_state = folder / f"fresh-{number}"
+            with Guard.open(policy, state=fresh_state) as fresh:
+                alone, cells, alone_s, _ = released(fresh, sql, dimensions)
+            shutil.rmtree(fresh_state, ignore_errors=True)
+            got, cells_s, seq_s, note = released(sequence, sql, dimensions)
+            shown_alone = "refused" if alone is None else f"{alone}/{cells}"
+            shown_seq = "refused" if got is None else f"{got}/{cells_s}"
+            ratio = ""
+            if alone:
+                answerable += 1
+                share = (got or 0) / alone
+                kept_ok += share >= 0.9
+                refused += got is None
+                ratio = f"{100 * share:5.0f}%"
+            times = f"{seq_s:>8.2f} {alone_s:>9.2f}"
+            print(f"{number:>2} {shown_seq:>9} {shown_alone:>9} {ratio:>6} {times}  {sql}")
+            if note and (got is None or (alone and (got or 0) < alone)):
+                print(f"{'':>48}  note: {note}")
+    print(
+        f"{noun}s keeping >= 90 % of their fresh-state cells: {kept_ok} of {answerable} answerable; "
+        f"refused in the sequence though answered alone: {refused}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -108,33 +143,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="bench_session_"))
     try:
         policy = write_policy(folder)
-        print(
-            f"{'#':>2} {'session':>9} {'alone':>9} {'kept':>6} {'s (session)':>11} {'s (alone)':>9}  question"
-        )
-        kept_ok = 0
-        answerable = 0
-        with Guard.open(policy, state=folder / "session") as session:
-            for number, sql in enumerate(QUESTIONS, start=1):
-                fresh_state = folder / f"fresh-{number}"
-                with Guard.open(policy, state=fresh_state) as fresh:
-                    alone, cells, alone_s, _ = released(fresh, sql)
-                shutil.rmtree(fresh_state, ignore_errors=True)
-                got, cells_s, session_s, note = released(session, sql)
-                shown_alone = "refused" if alone is None else f"{alone}/{cells}"
-                shown_session = "refused" if got is None else f"{got}/{cells_s}"
-                ratio = ""
-                if alone:
-                    answerable += 1
-                    share = (got or 0) / alone
-                    kept_ok += share >= 0.9
-                    ratio = f"{100 * share:5.0f}%"
-                print(
-                    f"{number:>2} {shown_session:>9} {shown_alone:>9} {ratio:>6} {session_s:>11.2f} "
-                    f"{alone_s:>9.2f}  {sql}"
-                )
-                if note and (got is None or (alone and (got or 0) < alone)):
-                    print(f"{'':>44}  note: {note}")
-        print(f"questions keeping >= 90 % of their fresh-state cells: {kept_ok} of {answerable} answerable")
+        compare_in_order(policy, folder, QUESTIONS, DIMENSIONS, "question")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
