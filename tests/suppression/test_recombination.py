@@ -12,7 +12,9 @@ import pytest
 from guard.rules import CellContributions, Dominance, MinimumFrequency, RuleVerdict, evaluate
 from guard.suppression import TOTAL, Key, SuppressionOptions, Table, Weight, failures, suppress
 from guard.suppression.costs import perturbed_costs
+from guard.suppression.model import required_levels
 from guard.suppression.recombination import crossed
+from tests.suppression.test_redundancy import protected
 
 CubeTable = Callable[[np.ndarray], Table]
 
@@ -84,6 +86,9 @@ def test_recombined_patterns_pass_the_audit_and_never_cost_more(seed: int) -> No
     recombined = suppress(table, sensitive, options=_ALONE, seed=seed)
     single = suppress(table, sensitive, options=replace(_ALONE, starts=1), seed=seed)
     assert failures(table, recombined.suppressed, sensitive) == []
+    # and by the scipy LP written in test_redundancy, not the guard's audit
+    withheld = {table.index(k) for k in recombined.suppressed}
+    assert protected(table, withheld, required_levels(table, sensitive))
     # it starts from the single pattern and keeps only cheaper ones (perturbed costs)
     cost = {r: sum(costs[table.index(k)] for k in r.suppressed) for r in (recombined, single)}
     assert cost[recombined] <= cost[single] + 1e-9
