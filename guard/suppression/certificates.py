@@ -132,6 +132,10 @@ class Certificates:
         """The cells deviation number ``k`` moves (sorted)."""
         return self._found[k][0]
 
+    def touched(self, k: int) -> frozenset[int]:
+        """The watched cells deviation number ``k`` moves."""
+        return self._touch[k]
+
     def withdraw(self, cell: int) -> None:
         """``cell`` is published after all: the deviations that move it prove nothing."""
         self._withdrawn.update(self._by_cell.get(cell, ()))
