@@ -35,10 +35,12 @@ MAX_ITERATIONS = 20_000
 
 
 class SmallestDeviation:
-    """``min sum(u + v)`` s.t. ``A (u - v) = 0``, ``0 <= u <= ub - a``, ``0 <= v <= a - lb``
-    on movable cells (0 elsewhere) and one cell's move fixed."""
+    """``min sum(c (u + v))`` s.t. ``A (u - v) = 0``, ``0 <= u <= ub - a``,
+    ``0 <= v <= a - lb`` on movable cells (0 elsewhere) and one cell's move fixed; ``c``
+    is 1 (the least total move) unless costs are given (the cheapest deviation of the
+    heuristic: a cell's cost of being withheld, 0 once it is)."""
 
-    def __init__(self, table: Table, movable: Set[int]) -> None:
+    def __init__(self, table: Table, movable: Set[int], costs: np.ndarray | None = None) -> None:
         a, lb, ub = table.arrays
         self._rise = ub - a
         self._fall = a - lb
@@ -53,7 +55,11 @@ class SmallestDeviation:
         upper = np.concatenate(
             [np.where(self._movable, self._rise, 0.0), np.where(self._movable, self._fall, 0.0)]
         )
-        self._highs = lp_model(matrix, np.ones(2 * n), np.zeros(2 * n), upper, rows, rows)
+        # costs as a share of the largest: HiGHS reports numerical trouble on
+        # magnitude-weighted costs (1e9 next to 0), and the optimum is the same
+        self._scale = 1.0 if costs is None else max(float(np.max(costs, initial=0.0)), 1e-300)
+        unit = np.ones(n) if costs is None else np.asarray(costs, dtype=np.float64) / self._scale
+        self._highs = lp_model(matrix, np.concatenate([unit, unit]), np.zeros(2 * n), upper, rows, rows)
         self._highs.setOptionValue("simplex_iteration_limit", MAX_ITERATIONS)
         # the optimum of "move nothing" (every column at zero: the slack basis) is dual
         # feasible whatever the bounds: each solve starts from it. The last solve's
@@ -64,6 +70,12 @@ class SmallestDeviation:
         self.solved = 0
         #: simplex iterations of every solve so far
         self.iterations = 0
+
+    def price(self, cells: np.ndarray, cost: float) -> None:
+        """Moving ``cells`` costs ``cost`` per unit from now on (costs stay >= 0, so the
+        starting basis stays dual feasible)."""
+        columns = np.concatenate([cells, cells + self._n]).astype(np.int32)
+        self._highs.changeColsCost(len(columns), columns, np.full(len(columns), cost / self._scale))
 
     def movable(self, avoid: Set[int]) -> frozenset[int]:
         """The cells a deviation may move: the movable ones but ``avoid``."""
