@@ -105,6 +105,7 @@ def suppress(
     singletons: Iterable[Key] = (),
     guarded: Iterable[Key] | None = None,
     prior: Iterable[Mapping[Key, float]] = (),
+    unasked: Iterable[Key] = (),
 ) -> SuppressionResult:
     """Withhold every sensitive cell and enough complementary cells to protect them.
 
@@ -127,6 +128,8 @@ def suppress(
             (:attr:`SuppressionResult.proofs`); each is checked exactly against this
             table and the cells withheld from the start, and those that hold spare the
             heuristic an LP for every level they already cover.
+        unasked: sensitive cells no answer holds: against an insider, held only to what
+            the ``kept`` cells do not already tell her (:mod:`~guard.suppression.widest`).
 
     Raises:
         ProtectionInfeasible: a sensitive cell is in ``kept``, or cannot reach its
@@ -207,7 +210,15 @@ def suppress(
                 # more withheld cells only widen the outsider's intervals: the proofs hold
                 guard = {table.index(k) for k in guarded or ()} | set(levels)
                 hidden = protect_singletons(
-                    table, hidden, known, levels, costs, kept_idx, guarded=guard, certificates=certificates
+                    table,
+                    hidden,
+                    known,
+                    levels,
+                    costs,
+                    kept_idx,
+                    guarded=guard,
+                    certificates=certificates,
+                    unasked=frozenset(table.index(k) for k in unasked),
                 )
             result = _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
             return replace(result, proofs=_proofs(table, certificates, hidden))

@@ -29,7 +29,7 @@ cell knows only their own share, which the rules' protection levels already mode
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable, Iterable, Set
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from guard.suppression.insiders import MAX_PIVOT_WORK, InsiderProver, insider_le
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible, ProtectionUnverified
 from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.table import Table
+from guard.suppression.widest import within_widest
 
 __all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
 
@@ -82,6 +83,7 @@ def protect_singletons(
     *,
     guarded: Set[int] | None = None,
     certificates: Certificates | None = None,
+    unasked: Set[int] = frozenset(),
     rounds: int = 50,
 ) -> frozenset[int]:
     """``hidden`` grown until no relation breaks the relation rule and every sensitive
@@ -90,19 +92,22 @@ def protect_singletons(
     own, those withheld before, the sensitive ones; None: every cell).
     ``certificates``: verified deviations of ``table`` (e.g. those that proved the
     outsider's intervals); one that moves no cell an insider knows proves a sensitive
-    cell's levels against that insider without an LP.
+    cell's levels against that insider without an LP. ``unasked``: sensitive cells no
+    answer holds (:mod:`~guard.suppression.widest`): what the ``kept`` cells already
+    tell an insider of them is not this pattern's to hide, only what it would add.
 
     Raises:
         ProtectionInfeasible: a relation has no cell left to withhold (all published
-            cells are ``kept``), or the insider audit still fails after ``rounds``.
+            cells are ``kept``) and lets an insider recover a cell other than an
+            ``unasked`` one, or the insider audit still fails after ``rounds``.
     """
     group = same_unit(table, singletons)
     current = set(hidden)
     # the pattern only grows from here: what proves it now proves it throughout
     local = None if certificates is None else certificates.inside(current, watch=singletons)
     for _ in range(rounds):
-        grown = _relation_rule(table, current, singletons, costs, kept, guarded)
-        grown = _insider_audit(table, grown, group, levels, costs, kept, local)
+        grown = _relation_rule(table, current, singletons, costs, kept, guarded, unasked)
+        grown = _insider_audit(table, grown, group, levels, costs, kept, local, unasked)
         if grown == current:
             if certificates is not None and local is not None:
                 certificates.absorb(local)  # the insiders' proofs serve the next pattern too
@@ -118,21 +123,44 @@ def _relation_rule(
     costs: np.ndarray,
     kept: Set[int],
     guarded: Set[int] | None,
+    unasked: Set[int],
 ) -> set[int]:
     current = set(hidden)
+    group = same_unit(table, singletons)
+    settled: set[int] = set()
     while True:
-        broken = relation_violations(table, current, singletons, guarded)
+        broken = [r for r in relation_violations(table, current, singletons, guarded) if r not in settled]
         if not broken:
             return current
-        for r in broken[:1]:  # one cell at a time: it may mend other relations too
-            relation = table.relations[r]
-            free = [c for c in table.relation_cells[r] if c not in current and c not in kept]
-            if not free:
-                raise ProtectionInfeasible(
-                    f"a relation of total {relation.total!r} would let a single contributor recover a "
-                    "withheld cell, and it has no other cell left to withhold"
-                )
+        r = broken[0]  # one cell at a time: it may mend other relations too
+        free = [c for c in table.relation_cells[r] if c not in current and c not in kept]
+        if free:
             current.add(min(free, key=lambda c: (costs[c], c)))
+            continue
+        recovered = _recovered(table.relation_cells[r], current, group, guarded)
+        if recovered and recovered <= unasked:
+            # every other cell was published earlier: she recovers it from the earlier
+            # releases alone, whatever this pattern withholds (see guarded.widest)
+            settled.add(r)
+            continue
+        raise ProtectionInfeasible(
+            f"a relation of total {table.relations[r].total!r} would let a single contributor recover "
+            "a withheld cell, and it has no other cell left to withhold"
+        )
+
+
+def _recovered(
+    cells: Iterable[int], hidden: Set[int], group: dict[int, frozenset[int]], guarded: Set[int] | None
+) -> set[int]:
+    """The withheld cells of one relation that the contributor of a withheld singleton
+    in it recovers (it is the only other withheld cell), as relation_violations finds."""
+    withheld = {c for c in cells if c in hidden}
+    found: set[int] = set()
+    for known in {group[c] for c in withheld if c in group}:
+        unknown = withheld - known
+        if len(unknown) == 1 and (guarded is None or not unknown.isdisjoint(guarded)):
+            found |= unknown
+    return found
 
 
 def _insider_audit(
@@ -143,6 +171,7 @@ def _insider_audit(
     costs: np.ndarray,
     kept: Set[int],
     certificates: Certificates | None,
+    unasked: Set[int],
 ) -> set[int]:
     current = set(hidden)
     links = _links(table)
@@ -176,6 +205,12 @@ def _insider_audit(
         if not short:
             continue
         needed = {table.index(f.key): near[table.index(f.key)] for f in short}
+        if unasked:
+            # what the earlier releases alone tell her of a cell nobody asked for
+            needed = within_widest(table, needed, unasked & set(needed), kept, known)
+            needed = {p: lv for p, lv in needed.items() if max(lv) > 0}
+            if not needed:
+                continue
         repaired = solve_heuristic(
             table,
             needed,
