@@ -76,8 +76,9 @@ MAX_STANDING_CELLS = 4_000
 #: which an answer linked to earlier releases is always solved online; above, an answer
 #: of few new cells withholds them (see _protect_space)
 MAX_LINKED_REQUIREMENTS = 300
-#: of those, cells the answer does not hold (each costs the insider audit LPs over the
-#: whole view, about a second each on 1,000 cells)
+#: of those, cells the answer does not hold (each is proven against every insider by a
+#: few smallest-deviation LPs, guard.suppression.insiders: milliseconds each on a few
+#: thousand cells; at 10, routine tables crossing rare categories withheld every new cell)
 MAX_OPEN_LINKED = 100
 #: new cells up to which such an answer withholds them rather than solving
 MAX_FRESH_WITHHELD = 50
