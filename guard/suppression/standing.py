@@ -15,7 +15,7 @@ pattern that withholds more (seed 004, Def. 2; :mod:`~guard.suppression.certific
 So a requirement proven at the least pattern needs no place in the problem that chooses
 the complementary cells: whatever the answer publishes, its interval reaches its levels.
 
-Insiders (:mod:`~guard.suppression.singletons`): the sole contributor of a withheld
+Insiders (:mod:`~guard.suppression.insiders`): the sole contributor of a withheld
 single-contributor cell knows it. A deviation that leaves her cells in place is one she
 cannot rule out either; a requirement counts as standing only when, for every such
 insider but its own contributor, some deviation proves both of its levels without
@@ -73,7 +73,7 @@ class Standing:
         deviations: the verified deviations behind them (cell indices, sorted; their
             moves), each moving cells of the least pattern only. Internal: they hold
             hidden values' room, never show them.
-        solved: feasibility LPs solved.
+        solved: LPs solved (pushes and smallest deviations).
     """
 
     proven: frozenset[Key]
