@@ -257,6 +257,7 @@ def _protect_space(
             forced | set(requirements),
             singletons,
             max_open=MAX_OPEN_LINKED if few else None,
+            prior=linking.proofs.get(space, ()),
         )
         open_requirements = {k: v for k, v in requirements.items() if k not in standing.proven}
     open_apart = [k for k in open_requirements if k not in current]
@@ -338,8 +339,19 @@ def _protect_space(
         result.method.value,
         result.optimal,
         earlier,
-        result.proofs if linking.fixed is not None else (),
+        _kept_proofs(result, standing, table) if linking.fixed is not None else (),
     )
+
+
+def _kept_proofs(
+    result: SuppressionResult, standing: Standing | None, table: Table
+) -> tuple[Mapping[Key, float], ...]:
+    """What the next linked answer re-checks instead of proving again: the pattern's
+    proofs (which hold the standing ones it was given), or the standing proofs alone
+    when nothing was left for the pattern to prove."""
+    if result.proofs or standing is None:
+        return tuple(result.proofs)
+    return standing.proofs(table)
 
 
 REFUSED_LINKED = (

@@ -158,7 +158,7 @@ def suppress(
         hidden, certificates = exact.hidden, exact.certificates
     else:
         certificates = Certificates(table)
-        _adopt(certificates, table, prior, forced_idx | frozenset(levels))
+        certificates.adopt(table, prior, forced_idx | frozenset(levels))
         hidden = solve_heuristic(
             table,
             levels,
@@ -234,22 +234,6 @@ def suppress(
     raise ProtectionInfeasible(
         f"{len(short)} sensitive cells still fail the audit after {opts.repair_rounds} repair passes"
     )
-
-
-def _adopt(
-    certificates: Certificates, table: Table, prior: Iterable[Mapping[Key, float]], hidden: frozenset[int]
-) -> None:
-    """Keep the ``prior`` deviations that are deviations of ``table`` moving only
-    ``hidden`` cells (``Certificates.add`` checks ``A d = 0`` and the bounds exactly)."""
-    position = table.position
-    for deviation in prior:
-        try:  # positions looked up in C: a proof may move thousands of cells
-            cells = np.fromiter(map(position.__getitem__, deviation), dtype=np.int64, count=len(deviation))
-        except KeyError:
-            continue  # it moves a cell this table does not hold
-        certificates.add(
-            cells, np.fromiter(deviation.values(), dtype=np.float64, count=len(deviation)), hidden
-        )
 
 
 def _proofs(

@@ -97,6 +97,7 @@ def prove_standing(
     *,
     max_solves: int | None = None,
     max_open: int | None = None,
+    prior: Iterable[Mapping[Key, float]] = (),
 ) -> Standing:
     """The ``requirements`` proven at the least pattern ``hidden`` (plus the required
     cells themselves, which every pattern withholds).
@@ -113,6 +114,9 @@ def prove_standing(
             :data:`MIN_SOLVES`; smallest deviations: :data:`MAX_PIVOT_WORK`).
         max_open: stop once more requirements than this are left unproven (the
             caller will not solve a pattern for so many); None: try every one.
+        prior: deviations found for earlier answers over these cells (by key); each
+            that is still a deviation moving only the least pattern proves without an
+            LP (checked exactly, :meth:`Certificates.adopt`).
 
     Raises:
         ValueError: a key is unknown or a level negative.
@@ -127,6 +131,8 @@ def prove_standing(
     group = same_unit(table, single)
     insiders = sorted({group[c] for c in single}, key=min)
     certificates = Certificates(table, watch=single)
+    # a linked answer's view is mostly the last one's: its proofs mostly still hold
+    certificates.adopt(table, prior, least)
     lp = _Feasibility(table, least)
     _push_together(lp, certificates, levels, single, pushes)
     smallest = SmallestDeviation(table, least)

@@ -131,3 +131,20 @@ def test_what_the_budget_does_not_reach_is_not_standing(monkeypatch: pytest.Monk
     monkeypatch.setattr(standing_module, "MAX_WORK", 0)
     monkeypatch.setattr(standing_module, "MIN_SOLVES", 0)
     assert prove_standing(table, requirements, inner).proven == frozenset()
+
+
+def test_an_earlier_answers_proofs_prove_again_only_where_they_still_hold() -> None:
+    rng = np.random.default_rng(5)
+    table = _grid(rng.integers(20, 90, size=(6, 6)).astype(float))
+    inner = {(r, c) for r in range(6) for c in range(6)}
+    requirements = {(r, (2 * r) % 6): Protection(5.0, 5.0) for r in range(6)}
+    first = prove_standing(table, requirements, inner)
+    assert first.proven == set(requirements) and first.solved > 0
+    again = prove_standing(table, requirements, inner, prior=first.proofs(table))
+    assert again.proven == first.proven and again.solved == 0
+    # a cell one of those proofs moved is published now: no proof kept may move it
+    moved = {key for proof in first.proofs(table) for key in proof} & inner - set(requirements)
+    published = sorted(moved)[0]
+    later = prove_standing(table, requirements, inner - {published}, prior=first.proofs(table))
+    assert all(published not in proof for proof in later.proofs(table))
+    assert later.solved > 0
