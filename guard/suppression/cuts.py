@@ -362,12 +362,12 @@ class _Budget:
             self._deadline = -np.inf
 
     def half(self) -> tuple[int | None, float]:
-        """The point (iterations, clock) by which half of what is left is spent."""
+        """The point (iterations, clock) by which half of what is left is spent: by the
+        iterations when they are limited (the clock is then the fail-safe's only)."""
+        if self._limit is not None:
+            return self.used + (self._limit - self.used) // 2, self._deadline
         now = time.perf_counter()
-        clock = now + (self._deadline - now) / 2
-        if self._limit is None:
-            return None, clock
-        return self.used + (self._limit - self.used) // 2, clock
+        return None, now + (self._deadline - now) / 2
 
     def spent(self, mark: tuple[int | None, float] | None = None) -> bool:
         """Whether the work reached ``mark`` (default: the whole budget)."""

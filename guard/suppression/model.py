@@ -141,6 +141,10 @@ class SuppressionOptions:
         nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the
             pattern does not depend on the machine's load; ``time_limit`` is its
             fail-safe).
+        moves: local-search moves (publish one complementary cell, repair, prune:
+            :mod:`~guard.suppression.localsearch`) on a pattern not proven optimal, on
+            tables where some cell lies in three relations; at most 40 000 / cells of
+            them (a move's LPs grow with the table). 0 skips it.
     """
 
     weight: Weight = Weight.VALUE
@@ -155,6 +159,7 @@ class SuppressionOptions:
     starts: int = 8
     recombine_limit: int = 5_000
     nodes: int = 100
+    moves: int = 60
 
     def reuses_distant(self, cells: int) -> bool:
         """Whether the heuristic reuses every withheld cell for a table of ``cells``."""
@@ -167,6 +172,8 @@ class SuppressionOptions:
             raise ValueError("time_limit must be > 0 seconds")
         if self.starts < 1 or self.nodes < 1:
             raise ValueError("starts and nodes must be >= 1")
+        if self.moves < 0:
+            raise ValueError("moves must be >= 0")
 
 
 @dataclass(frozen=True)
