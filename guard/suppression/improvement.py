@@ -36,10 +36,14 @@ _ONLINE_GAP = 0.05
 #: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
 #: the loop goes (others only when last)
 _NEARLY = 10
-#: the recombination's MILPs stop by their node count, the cut loop by its simplex
-#: iterations; the clock, at this many times ``time_limit`` each, only when a machine
-#: is far slower than those counts assume
+#: the recombination's MILPs stop by their node count; the clock, at this many times
+#: ``time_limit`` each, only when a machine is far slower than the node count assumes
 _FAIL_SAFE = 4
+#: the cut loop stops by its simplex iterations; the clock, at this many times
+#: ``time_limit``, only on a machine far slower than the budget assumes. At 4 it fired
+#: on an 8 x 8 x 8 table at load 8-12 on 2 cores (84 cells instead of 82, session 15):
+#: a loop of about ``time_limit`` quiet seconds must not reach it at 10x the load
+_CUT_FAIL_SAFE = 15
 #: the cut loop's budget in simplex iterations per second of ``time_limit``: what it
 #: spent per second on a quiet machine of 2 cores (session 15; 20 x 20 tables: 9,000-
 #: 12,600 in 2 s). A count of work, so the pattern does not depend on the load
@@ -47,9 +51,10 @@ _ITERATIONS_PER_SECOND = 6_000
 #: branch-and-bound nodes per master MILP of the cut loop
 _MASTER_NODES = 500
 #: local-search moves per table are capped at this many divided by its cells: a move
-#: costs LPs over the whole table (0.1 s on 8 x 8 x 8, 0.5-0.7 s on 10 x 10 x 10 at load
-#: 3), so larger tables get fewer (8 x 8 x 8: 54, 10 x 10 x 10: 30)
-_MOVE_CELLS = 40_000
+#: costs LPs over the whole table (0.1-0.2 s on 8 x 8 x 8, 0.5-0.7 s on 10 x 10 x 10 at
+#: load 3-5), so larger tables get fewer (8 x 8 x 8: 100, i.e. every complementary
+#: cell; 10 x 10 x 10: 60)
+_MOVE_CELLS = 80_000
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,12 @@ def improve(
             seconds=_FAIL_SAFE * opts.time_limit,
         )
         hidden, certificates = found.hidden, found.certificates
-    if search and size <= opts.cut_limit:
+    # on 3-D tables above the recombination's size one master MILP of the cut loop can
+    # outlast its fail-safe (8 x 8 x 8, 10 x 10 x 10: 19 s at the root at load 12; the
+    # node limit does not bind there and HiGHS has no work limit for the root), so the
+    # clock, not the work, would decide: the local search improves those instead
+    cut = size <= opts.cut_limit and not (size > opts.recombine_limit and crossed(table))
+    if search and cut:
         better = _by_cuts(table, levels, costs, hidden, forced, kept, opts)
         if better is not None:
             hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True
@@ -152,7 +162,7 @@ def _by_cuts(
         start=incumbent,
         iterations=int(_ITERATIONS_PER_SECOND * opts.time_limit),
         nodes=_MASTER_NODES,
-        time_limit=_FAIL_SAFE * opts.time_limit,
+        time_limit=_CUT_FAIL_SAFE * opts.time_limit,
         gap=_ONLINE_GAP,
         each=nearly,
     )
