@@ -1,14 +1,16 @@
 """What runs after the first pattern when the MILP did not prove one optimal: the
-recombination of randomised heuristic patterns (3-D, small), the MILP by capacity cuts
-started from the best pattern, and a local search on 3-D tables; the cheapest pattern
-found is kept, with the certificates proving it.
+recombination of randomised heuristic patterns (3-D, up to ``recombine_limit``), the
+MILP by capacity cuts started from the best pattern (not on 3-D tables above
+``recombine_limit``: there one master MILP's root outlasts any fail-safe under load),
+and a local search on 3-D tables; the cheapest pattern found is kept, with the
+certificates proving it.
 
 Each stops on a count of work, not on the clock, so one table with one secret gives one
 pattern whatever the machine's load: the recombination's MILPs by their node count
 (:mod:`~guard.suppression.recombination`), the cut loop by its simplex iterations and
 master nodes (:mod:`~guard.suppression.cuts`), the local search by its moves
-(:mod:`~guard.suppression.localsearch`). The clock, at ``_FAIL_SAFE`` times
-``time_limit``, is a fail-safe only.
+(:mod:`~guard.suppression.localsearch`). The clock, at ``_FAIL_SAFE`` /
+``_CUT_FAIL_SAFE`` times ``time_limit``, is a fail-safe only.
 """
 
 from __future__ import annotations

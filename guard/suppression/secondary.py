@@ -20,18 +20,19 @@ improved (:mod:`~guard.suppression.improvement`): on tables where some cell lies
 three relations, up to ``recombine_limit`` cells times sensitive cells, it competes
 with further heuristic patterns on secretly jittered costs, recombined pairwise by the
 MILP over their union (:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the
-optimum); up to ``cut_limit`` cells times sensitive cells and unless the heuristic was
-forced, it starts the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`,
-its master MILPs stopped within 5 %), for a budget of simplex iterations (about
-``time_limit`` seconds on a quiet machine); the master patterns that miss few levels,
-and the last one when the budget runs out first, are completed by the heuristic and
-pruned; and on those 3-D tables a local search (:mod:`~guard.suppression.localsearch`)
-publishes one complementary cell at a time, re-routes and prunes nearby, for
-``moves`` moves (8 x 8 x 8: 94 cells to 82). Every step stops on a count of work, so
-one table with one secret gets one pattern on any load (the full MILP above, whose
-root alone can outlast ``time_limit``, is still stopped by the clock). The cheapest
-pattern is kept. On random tables with all margins this brings 15 x 15 and 5 x 5 x 5
-tables within about 5 % of the fewest cells, 20 x 20 within 0-11 %
+optimum); up to ``cut_limit`` cells times sensitive cells, unless the heuristic was
+forced or the table is 3-D above ``recombine_limit``, it starts the same MILP solved
+by capacity cuts (:mod:`~guard.suppression.cuts`, its master MILPs stopped within
+5 %), for a budget of simplex iterations (about ``time_limit`` seconds on a quiet
+machine); the master patterns that miss few levels, and the last one when the budget
+runs out first, are completed by the heuristic and pruned; and on 3-D tables a local
+search (:mod:`~guard.suppression.localsearch`) publishes one complementary cell at a
+time, re-routes and prunes nearby, for ``moves`` moves (8 x 8 x 8: 86-108 cells to
+83-92). Every step stops on a count of work, so one table with one secret gets one
+pattern on any load (the full MILP above, whose root alone can outlast
+``time_limit``, is still stopped by the clock). The cheapest pattern is kept. On
+random tables with all margins this brings 5 x 5 x 5 tables to the fewest cells,
+15 x 15 and 20 x 20 within about 5 %
 (``benchmarks/bench_optimality.py``; sessions 12-15).
 
 Either way the pattern is then verified against the true bounds. Both methods produce,
