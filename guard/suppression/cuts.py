@@ -22,7 +22,12 @@ and the master's bound is a lower bound throughout. Each level's LP optimum at t
 final pattern is an attacker deviation reaching it: the certificates of the pattern.
 
 Started from a known protecting pattern (the heuristic's), whose cost is the incumbent
-when time runs out first. Online, each master MILP may stop within a loose gap (5 %):
+when the loop stops first. Online the loop stops on *work*, not on the clock: a budget
+of simplex iterations over every LP it solves (attacker LPs, the master's relaxations
+and MILPs, as HiGHS counts them) and a node limit per master MILP, so one input with
+one secret gives one pattern whatever the machine's load (the wall clock,
+``time_limit``, is a fail-safe only, for a machine far slower than the budget assumes).
+Online, each master MILP may stop within a loose gap (5 %):
 rounds get several times cheaper, and the first complete pattern is within that gap of
 the optimum; the loop then goes on at the proof's gap. A level is checked against the
 deviations that reached it at earlier points before its LP is solved (most levels stay
@@ -91,13 +96,20 @@ def solve_by_cuts(
     kept: Set[int] = frozenset(),
     start: Set[int] = frozenset(),
     time_limit: float = 10.0,
+    iterations: int | None = None,
+    nodes: int | None = None,
     gap: float = PROOF_GAP,
     each: Callable[[CutOutcome], None] | None = None,
 ) -> CutOutcome | None:
-    """Cut loop within ``time_limit`` seconds, the master MILP started from the pattern
-    ``start`` when it satisfies the cuts. An incomplete outcome when time ran out with
-    a pattern that misses some levels (the caller may complete it) or before any
-    (empty ``suppressed``).
+    """Cut loop within ``iterations`` simplex iterations (None: no limit) and
+    ``time_limit`` seconds, the master MILP started from the pattern ``start`` when it
+    satisfies the cuts. An incomplete outcome when the budget ran out with a pattern
+    that misses some levels (the caller may complete it) or before any (empty
+    ``suppressed``).
+
+    ``iterations`` and ``nodes`` (branch-and-bound nodes per master MILP; None: no
+    limit) bound the work: with both set and the clock not reached, the outcome is a
+    function of the input alone. ``time_limit`` is then a fail-safe.
 
     ``gap``: relative gap at which each master MILP may stop. A loose gap (e.g. 0.05)
     makes each round much cheaper, and the cuts at a near-optimal point serve as well
@@ -107,17 +119,17 @@ def solve_by_cuts(
 
     ``each``: called with every master pattern that misses some levels (and the
     deviations of the levels it reaches) before the next round, e.g. to complete it."""
-    deadline = time.perf_counter() + time_limit
+    budget = _Budget(time.perf_counter() + time_limit, iterations)
     a, lb, ub = table.arrays
     n = len(a)
-    attacker = _Attacker(table)
+    attacker = _Attacker(table, budget)
     lo = np.zeros(n)
     hi = np.ones(n)
     lo[list(set(levels) | set(forced))] = 1.0
     hi[list(kept)] = 0.0
     blocks = level_blocks(levels)
     rooms = {p: (np.minimum(ub - a, max(lv)), np.minimum(a - lb, max(lv))) for p, lv in levels.items()}
-    master = _Master(costs, lo, hi, max(gap, PROOF_GAP))
+    master = _Master(costs, (lo, hi), max(gap, PROOF_GAP), budget, nodes)
     guess = np.zeros(n)
     guess[list(start)] = 1.0
     #: per level, the last deviations that reached it (tried before its LP)
@@ -128,7 +140,7 @@ def solve_by_cuts(
         added = 0
         found: dict[tuple[int, bool], np.ndarray] = {}
         for p, level, upward in blocks:
-            if time.perf_counter() > deadline:
+            if budget.spent():
                 break  # what was found stands; the caller completes the rest
             up, down = rooms[p]
             known = next((d for d in pool.get((p, upward), ()) if _within(d, up * y, down * y)), None)
@@ -159,24 +171,25 @@ def solve_by_cuts(
     while True:
         # the LP relaxation first, after every round too: cuts come cheaply from
         # fractional points, and each MILP solve is dear. Bounded: on 3-D tables the
-        # LP rounds alone can fill the time (35 rounds in 2 s on a 6x6x6), so they stop
-        # after half the time left, or once the bound rises by under _TAIL in 3 rounds
-        phase_end = time.perf_counter() + (deadline - time.perf_counter()) / 2
+        # LP rounds alone can fill the budget (35 rounds in 2 s on a 6x6x6), so they
+        # stop after half the budget left, or once the bound rises by under _TAIL in
+        # 3 rounds
+        phase = budget.half()
         trail: list[float] = []
         while True:
-            relaxed = master.solve(integral=False, seconds=deadline - time.perf_counter())
+            relaxed = master.solve(integral=False)
             if relaxed is None:
                 return result(last, best)
             if not last.suppressed:
                 last = CutOutcome(frozenset(), False, False, max(last.bound, relaxed[1]), {})
             trail.append(relaxed[1])
             tailing = len(trail) > 3 and trail[-1] - trail[-4] < _TAIL * max(1.0, abs(trail[-1]))
-            if tailing or time.perf_counter() > phase_end:
+            if tailing or budget.spent(phase):
                 break
             added, _ = separate(relaxed[0])
             if not added:
                 break
-        solved = master.solve(integral=True, seconds=deadline - time.perf_counter(), start=guess)
+        solved = master.solve(integral=True, start=guess)
         if solved is None:
             return result(last, best)
         y, bound, proven = solved
@@ -203,14 +216,25 @@ def solve_by_cuts(
 class _Master:
     """``min c y`` over the cuts so far, one HiGHS model kept across rounds."""
 
-    def __init__(self, costs: np.ndarray, lo: np.ndarray, hi: np.ndarray, gap: float) -> None:
+    def __init__(
+        self,
+        costs: np.ndarray,
+        bounds: tuple[np.ndarray, np.ndarray],
+        gap: float,
+        budget: _Budget,
+        nodes: int | None,
+    ) -> None:
+        lo, hi = bounds
         self._n = len(costs)
         self._costs = costs
         empty = np.empty(0)
         self._highs = lp_model(sparse.csc_matrix((0, self._n)), costs, lo, hi, empty, empty)
         self._integral = False
         self._gap = gap
+        self._budget = budget
         self._highs.setOptionValue("mip_rel_gap", float(gap))
+        if nodes is not None:
+            self._highs.setOptionValue("mip_max_nodes", int(nodes))
 
     @property
     def gap(self) -> float:
@@ -242,29 +266,27 @@ class _Master:
         return abs(cost - reported) <= 1e-6 * max(1.0, abs(cost))
 
     def solve(
-        self, *, integral: bool, seconds: float, start: np.ndarray | None = None
+        self, *, integral: bool, start: np.ndarray | None = None
     ) -> tuple[np.ndarray, float, bool] | None:
         """``(y, lower bound, proven optimal)`` of the MILP (or its LP relaxation);
-        None when out of time or failed."""
-        if seconds <= 0:
+        None when out of budget or failed."""
+        if self._budget.spent():
             return None
         highs = self._highs
         if integral != self._integral:
             kind = highspy.HighsVarType.kInteger if integral else highspy.HighsVarType.kContinuous
             highs.changeColsIntegrality(self._n, np.arange(self._n, dtype=np.int32), np.full(self._n, kind))
             self._integral = integral
-        # HiGHS counts its limit on the instance's clock, which runs on across solves
-        highs.setOptionValue("time_limit", float(highs.getRunTime()) + float(seconds))
         given = integral and start is not None and bool(start.any())
         if given and start is not None:
             highs.setSolution(self._n, np.arange(self._n, dtype=np.int32), start)
-        highs.run()
+        self._budget.run(highs)
         if given and not self._consistent():
             # HiGHS 1.16 may report the optimum of the MIP it solved but hand back the
             # start as its solution (on 2-D tables, often: "optimal" at cost 9 with the
             # 12-cell start): solved again without it
             highs.clearSolver()
-            highs.run()
+            self._budget.run(highs)
         status = highs.getModelStatus()
         info = highs.getInfo()
         proven = status == highspy.HighsModelStatus.kOptimal
@@ -283,7 +305,8 @@ class _Attacker:
     HiGHS model over the whole table kept across calls (each re-solve starts from the
     last basis)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, budget: _Budget) -> None:
+        self._budget = budget
         matrix = table.csc
         self._csr: sparse.csr_matrix = table.matrix.tocsr()
         self._n = matrix.shape[1]
@@ -305,7 +328,7 @@ class _Attacker:
         highs.changeColCost(p, -sign)  # minimise -sign * d_p
         self._cost_at = p
         highs.changeColsBounds(self._n, self._all, -down * y, up * y)
-        highs.run()
+        self._budget.run(highs)
         if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None, None
         solution = highs.getSolution()
@@ -317,3 +340,41 @@ class _Attacker:
         # max sign*d_p = -min(c d) <= Σ_i y_i (U_i max(-r_i, 0) + D_i max(r_i, 0)) for any λ
         g = up * np.maximum(-reduced, 0.0) + down * np.maximum(reduced, 0.0)
         return d, g
+
+
+class _Budget:
+    """The loop's work so far, in simplex iterations as HiGHS counts them (a count of
+    work: the same on a loaded machine), against a limit; and the fail-safe clock."""
+
+    def __init__(self, deadline: float, iterations: int | None) -> None:
+        self._deadline = deadline
+        self._limit = iterations
+        self.used = 0
+
+    def run(self, highs: highspy.Highs) -> None:
+        """``highs.run()`` within the clock left, its iterations counted. Stopped by the
+        clock, the loop ends: what would follow depends on the load."""
+        # HiGHS counts its limit on the instance's clock, which runs on across solves
+        highs.setOptionValue("time_limit", float(highs.getRunTime()) + max(self._left(), 1e-3))
+        highs.run()
+        self.used += max(0, int(highs.getInfo().simplex_iteration_count))
+        if highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+            self._deadline = -np.inf
+
+    def half(self) -> tuple[int | None, float]:
+        """The point (iterations, clock) by which half of what is left is spent: by the
+        iterations when they are limited (the clock is then the fail-safe's only)."""
+        if self._limit is not None:
+            return self.used + (self._limit - self.used) // 2, self._deadline
+        now = time.perf_counter()
+        return None, now + (self._deadline - now) / 2
+
+    def spent(self, mark: tuple[int | None, float] | None = None) -> bool:
+        """Whether the work reached ``mark`` (default: the whole budget)."""
+        limit, clock = (self._limit, self._deadline) if mark is None else mark
+        if limit is not None and self.used >= limit:
+            return True
+        return time.perf_counter() >= min(clock, self._deadline)
+
+    def _left(self) -> float:
+        return self._deadline - time.perf_counter()

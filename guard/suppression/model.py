@@ -128,8 +128,9 @@ class SuppressionOptions:
             every withheld cell.
         cut_limit: size (cells times sensitive cells) up to which a pattern not
             proven optimal is improved by the capacity-cut MILP
-            (:mod:`~guard.suppression.cuts`), started from it, for ``time_limit``
-            seconds more.
+            (:mod:`~guard.suppression.cuts`), started from it, for a budget of
+            simplex iterations (about ``time_limit`` seconds on a quiet machine; a count
+            of work, so the pattern does not depend on the load).
         starts: heuristic patterns (on secretly jittered costs) recombined by the
             MILP (:mod:`~guard.suppression.recombination`) before the cut loop, for
             patterns not proven optimal up to ``recombine_limit`` cells times
@@ -141,6 +142,10 @@ class SuppressionOptions:
         nodes: branch-and-bound nodes of that MILP (a limit on work, not time, so the
             pattern does not depend on the machine's load; ``time_limit`` is its
             fail-safe).
+        moves: local-search moves (publish one complementary cell, repair, prune:
+            :mod:`~guard.suppression.localsearch`) on a pattern not proven optimal, on
+            tables where some cell lies in three relations; at most 80 000 / cells of
+            them (a move's LPs grow with the table). 0 skips it.
     """
 
     weight: Weight = Weight.VALUE
@@ -155,6 +160,7 @@ class SuppressionOptions:
     starts: int = 8
     recombine_limit: int = 5_000
     nodes: int = 100
+    moves: int = 100
 
     def reuses_distant(self, cells: int) -> bool:
         """Whether the heuristic reuses every withheld cell for a table of ``cells``."""
@@ -167,6 +173,8 @@ class SuppressionOptions:
             raise ValueError("time_limit must be > 0 seconds")
         if self.starts < 1 or self.nodes < 1:
             raise ValueError("starts and nodes must be >= 1")
+        if self.moves < 0:
+            raise ValueError("moves must be >= 0")
 
 
 @dataclass(frozen=True)

@@ -15,19 +15,25 @@ Which method runs (unless ``SuppressionOptions.method`` forces one):
   ``reuse_distant=True``, for about 30 % fewer suppressions).
 
 A pattern not proven optimal is then pruned (:mod:`~guard.suppression.redundancy`:
-complementary cells no sensitive cell needs are published, costliest first); on tables
-where some cell lies in three relations, up to ``recombine_limit`` cells times
-sensitive cells, it competes with further heuristic patterns on secretly jittered
-costs, recombined pairwise by the MILP over their union
-(:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the optimum); and, up
-to ``cut_limit`` cells times sensitive cells and unless the heuristic was forced,
-improved by the same MILP solved by capacity cuts (:mod:`~guard.suppression.cuts`),
-started from it, for ``time_limit`` seconds more (its master MILPs stopped within
-5 % of their optimum, see ``_ONLINE_GAP``); the master patterns that miss few levels,
-and the last one when time runs out first, are completed by the heuristic and pruned.
-The cheapest pattern is kept. On random tables with all margins this brings 15 x 15
-and 5 x 5 x 5 tables within about 5 % of the fewest cells, 20 x 20 within 0-11 %
-(``benchmarks/bench_optimality.py``; on a machine loaded 4x over, session 12).
+complementary cells no sensitive cell needs are published, costliest first) and
+improved (:mod:`~guard.suppression.improvement`): on tables where some cell lies in
+three relations, up to ``recombine_limit`` cells times sensitive cells, it competes
+with further heuristic patterns on secretly jittered costs, recombined pairwise by the
+MILP over their union (:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the
+optimum); up to ``cut_limit`` cells times sensitive cells, unless the heuristic was
+forced or the table is 3-D above ``recombine_limit``, it starts the same MILP solved
+by capacity cuts (:mod:`~guard.suppression.cuts`, its master MILPs stopped within
+5 %), for a budget of simplex iterations (about ``time_limit`` seconds on a quiet
+machine); the master patterns that miss few levels, and the last one when the budget
+runs out first, are completed by the heuristic and pruned; and on 3-D tables a local
+search (:mod:`~guard.suppression.localsearch`) publishes one complementary cell at a
+time, re-routes and prunes nearby, for ``moves`` moves (8 x 8 x 8: 86-108 cells to
+83-92). Every step stops on a count of work, so one table with one secret gets one
+pattern on any load (the full MILP above, whose root alone can outlast
+``time_limit``, is still stopped by the clock). The cheapest pattern is kept. On
+random tables with all margins this brings 5 x 5 x 5 tables to the fewest cells,
+15 x 15 and 20 x 20 within about 5 %
+(``benchmarks/bench_optimality.py``; sessions 12-15).
 
 Either way the pattern is then verified against the true bounds. Both methods produce,
 for each sensitive cell and direction, an attacker deviation (MILP: the ``d`` vectors;
@@ -46,15 +52,15 @@ function of the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
 from guard.suppression.costs import base_weights, perturbed_costs
-from guard.suppression.cuts import CutOutcome, solve_by_cuts
 from guard.suppression.heuristic import solve_heuristic
+from guard.suppression.improvement import Improved, improve
 from guard.suppression.model import (
     Levels,
     Method,
@@ -63,28 +69,14 @@ from guard.suppression.model import (
     ProtectionLevels,
     SuppressionOptions,
     SuppressionResult,
-    level_blocks,
     required_levels,
 )
 from guard.suppression.optimal import solve_optimal
-from guard.suppression.recombination import Recombined, crossed, recombine
 from guard.suppression.redundancy import drop_redundant
 from guard.suppression.singletons import protect_singletons
 from guard.suppression.table import K, Key, Table
 
 __all__ = ["choose_method", "suppress"]
-
-#: the cut loop's master MILPs stop within 5 % of their optimum: each round is then
-#: several times cheaper, so more rounds fit in ``time_limit``, and its first complete
-#: pattern is within 5 % of the optimum (on 20 x 20 tables it reaches the fewest cells
-#: where the exact rounds ran out of time; ``benchmarks/RESULTS.md``, session 12)
-_ONLINE_GAP = 0.05
-#: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
-#: the loop goes (others only when last)
-_NEARLY = 10
-#: the recombination's MILPs stop by their node count; the clock, at this many times
-#: ``time_limit`` each, only when a machine is far slower than the node count assumes
-_FAIL_SAFE = 4
 
 
 def choose_method(table: Table, sensitive: int, options: SuppressionOptions) -> Method:
@@ -175,31 +167,11 @@ def suppress(
             hidden, certificates, method = exact.hidden, exact.certificates, Method.OPTIMAL
     if not proven:
         hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced_idx)
-        size = len(table) * len(levels)
-        if (
-            opts.method is not Method.HEURISTIC
-            and opts.starts > 1
-            and size <= opts.recombine_limit
-            and crossed(table)
-        ):
-            found = recombine(
-                table,
-                levels,
-                costs,
-                Recombined(hidden, certificates),
-                forced=forced_idx,
-                kept=kept_idx,
-                distant=opts.reuses_distant(len(table)),
-                starts=opts.starts,
-                nodes=opts.nodes,
-                seconds=_FAIL_SAFE * opts.time_limit,
-            )
-            hidden, certificates = found.hidden, found.certificates
-        if opts.method is not Method.HEURISTIC and size <= opts.cut_limit:
-            better = _by_cuts(table, levels, costs, hidden, forced_idx, kept_idx, opts)
-            if better is not None:
-                hidden, certificates, proven = better.hidden, better.certificates, better.proven
-                method = Method.OPTIMAL
+        hidden, certificates, proven, by_milp = improve(
+            table, levels, costs, Improved(hidden, certificates, False), forced_idx, kept_idx, opts
+        )
+        if by_milp:
+            method = Method.OPTIMAL
 
     before = len(hidden)
     known = frozenset(table.index(k) for k in singletons)
@@ -247,16 +219,6 @@ def _proofs(
     )
 
 
-@dataclass(frozen=True)
-class _Exact:
-    """The MILP's pattern, the certificates of its deviations, and whether it is
-    proven optimal."""
-
-    hidden: frozenset[int]
-    certificates: Certificates
-    proven: bool
-
-
 def _optimal(
     table: Table,
     levels: Levels,
@@ -264,7 +226,7 @@ def _optimal(
     forced: frozenset[int],
     kept: frozenset[int],
     opts: SuppressionOptions,
-) -> _Exact | None:
+) -> Improved | None:
     """Run the MILP; None when it found no pattern."""
     outcome = solve_optimal(table, levels, costs, forced=forced, kept=kept, time_limit=opts.time_limit)
     if outcome is None:
@@ -274,102 +236,7 @@ def _optimal(
     mask[list(outcome.suppressed)] = True
     for deviation in outcome.deviations.values():
         certificates.add(np.flatnonzero(mask), deviation[mask], outcome.suppressed)
-    return _Exact(outcome.suppressed, certificates, outcome.proven)
-
-
-def _by_cuts(
-    table: Table,
-    levels: Levels,
-    costs: np.ndarray,
-    incumbent: frozenset[int],
-    forced: frozenset[int],
-    kept: frozenset[int],
-    opts: SuppressionOptions,
-) -> _Exact | None:
-    """The capacity-cut MILP started from ``incumbent``; None unless strictly cheaper.
-
-    Every master pattern that misses only a few levels is completed by the heuristic
-    and pruned as the loop goes (a primal heuristic: the rounds' patterns differ, and the
-    cheapest completion is often not the last one's), the last pattern in any case; the
-    cheapest pattern found, complete or completed, is kept."""
-    best: list[_Exact] = []
-    blocks = len(level_blocks(levels))
-    done: set[frozenset[int]] = set()
-
-    def consider(found: _Exact | None) -> None:
-        if found is not None and (not best or _cost(costs, found) < _cost(costs, best[0])):
-            best[:] = [found]
-
-    def completed(outcome: CutOutcome) -> None:
-        done.add(outcome.suppressed)
-        consider(_completed(table, levels, costs, outcome, forced, kept, opts))
-
-    def nearly(outcome: CutOutcome) -> None:
-        # a completion costs about a round: only for patterns that miss few levels
-        if blocks - len(outcome.deviations) <= max(2, blocks // _NEARLY):
-            completed(outcome)
-
-    outcome = solve_by_cuts(
-        table,
-        levels,
-        costs,
-        forced=forced,
-        kept=kept,
-        start=incumbent,
-        time_limit=opts.time_limit,
-        gap=_ONLINE_GAP,
-        each=nearly,
-    )
-    if outcome is not None and outcome.complete and outcome.proven:
-        best[:] = [_Exact(outcome.suppressed, _certified(table, outcome), True)]
-    elif outcome is not None and outcome.suppressed and outcome.suppressed not in done:
-        completed(outcome)  # completed (when it misses levels) and pruned
-    if not best or _cost(costs, best[0]) >= costs[list(incumbent)].sum():
-        return None
-    return best[0]
-
-
-def _cost(costs: np.ndarray, found: _Exact) -> float:
-    return float(costs[list(found.hidden)].sum())
-
-
-def _certified(table: Table, outcome: CutOutcome) -> Certificates:
-    """The certificates of the cut loop's deviations (each checked exactly)."""
-    certificates = Certificates(table)
-    for deviation in outcome.deviations.values():
-        support = np.flatnonzero(deviation)
-        certificates.add(support, deviation[support], outcome.suppressed)
-    return certificates
-
-
-def _completed(
-    table: Table,
-    levels: Levels,
-    costs: np.ndarray,
-    outcome: CutOutcome,
-    forced: frozenset[int],
-    kept: frozenset[int],
-    opts: SuppressionOptions,
-) -> _Exact | None:
-    """A master pattern, completed by the heuristic where it misses levels and pruned;
-    None when the heuristic cannot complete it."""
-    certificates = _certified(table, outcome)
-    hidden = outcome.suppressed
-    if not outcome.complete:
-        try:
-            hidden = solve_heuristic(
-                table,
-                levels,
-                costs,
-                certificates,
-                suppressed=hidden | forced,
-                kept=kept,
-                distant=opts.reuses_distant(len(table)),
-            )
-        except ProtectionInfeasible:
-            return None
-    hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced)
-    return _Exact(hidden, certificates, False)
+    return Improved(outcome.suppressed, certificates, outcome.proven)
 
 
 def _unprotected(

@@ -1,0 +1,220 @@
+"""What runs after the first pattern when the MILP did not prove one optimal: the
+recombination of randomised heuristic patterns (3-D, up to ``recombine_limit``), the
+MILP by capacity cuts started from the best pattern (not on 3-D tables above
+``recombine_limit``: there one master MILP's root outlasts any fail-safe under load),
+and a local search on 3-D tables; the cheapest pattern found is kept, with the
+certificates proving it.
+
+Each stops on a count of work, not on the clock, so one table with one secret gives one
+pattern whatever the machine's load: the recombination's MILPs by their node count
+(:mod:`~guard.suppression.recombination`), the cut loop by its simplex iterations and
+master nodes (:mod:`~guard.suppression.cuts`), the local search by its moves
+(:mod:`~guard.suppression.localsearch`). The clock, at ``_FAIL_SAFE`` /
+``_CUT_FAIL_SAFE`` times ``time_limit``, is a fail-safe only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from guard.suppression.certificates import Certificates
+from guard.suppression.cuts import CutOutcome, solve_by_cuts
+from guard.suppression.heuristic import solve_heuristic
+from guard.suppression.localsearch import improve_locally
+from guard.suppression.model import Levels, Method, ProtectionInfeasible, SuppressionOptions, level_blocks
+from guard.suppression.recombination import Recombined, crossed, recombine
+from guard.suppression.redundancy import drop_redundant
+from guard.suppression.table import Table
+
+__all__ = ["Improved", "improve"]
+
+#: the cut loop's master MILPs stop within 5 % of their optimum: each round is then
+#: several times cheaper, so more rounds fit in ``time_limit``, and its first complete
+#: pattern is within 5 % of the optimum (on 20 x 20 tables it reaches the fewest cells
+#: where the exact rounds ran out of time; ``benchmarks/RESULTS.md``, session 12)
+_ONLINE_GAP = 0.05
+#: the cut loop's patterns missing at most 1 / _NEARLY of the levels are completed as
+#: the loop goes (others only when last)
+_NEARLY = 10
+#: the recombination's MILPs stop by their node count; the clock, at this many times
+#: ``time_limit`` each, only when a machine is far slower than the node count assumes
+_FAIL_SAFE = 4
+#: the cut loop stops by its simplex iterations; the clock, at this many times
+#: ``time_limit``, only on a machine far slower than the budget assumes. At 4 it fired
+#: on an 8 x 8 x 8 table at load 8-12 on 2 cores (84 cells instead of 82, session 15):
+#: a loop of about ``time_limit`` quiet seconds must not reach it at 10x the load
+_CUT_FAIL_SAFE = 15
+#: the cut loop's budget in simplex iterations per second of ``time_limit``: what it
+#: spent per second on a quiet machine of 2 cores (session 15; 20 x 20 tables: 9,000-
+#: 12,600 in 2 s). A count of work, so the pattern does not depend on the load
+_ITERATIONS_PER_SECOND = 6_000
+#: branch-and-bound nodes per master MILP of the cut loop
+_MASTER_NODES = 500
+#: local-search moves per table are capped at this many divided by its cells: a move
+#: costs LPs over the whole table (0.1-0.2 s on 8 x 8 x 8, 0.5-0.7 s on 10 x 10 x 10 at
+#: load 3-5), so larger tables get fewer (8 x 8 x 8: 100, i.e. every complementary
+#: cell; 10 x 10 x 10: 60)
+_MOVE_CELLS = 80_000
+
+
+@dataclass(frozen=True)
+class Improved:
+    """A pattern, the certificates of its deviations, and whether a MILP proved it
+    optimal."""
+
+    hidden: frozenset[int]
+    certificates: Certificates
+    proven: bool
+
+
+def improve(
+    table: Table,
+    levels: Levels,
+    costs: np.ndarray,
+    start: Improved,
+    forced: frozenset[int],
+    kept: frozenset[int],
+    opts: SuppressionOptions,
+) -> tuple[frozenset[int], Certificates, bool, bool]:
+    """From the pruned pattern ``start``: ``(withheld cells, certificates, proven,
+    by a MILP)`` of the cheapest pattern found (``start``'s when nothing is cheaper)."""
+    hidden, certificates = start.hidden, start.certificates
+    proven = by_milp = False
+    size = len(table) * len(levels)
+    search = opts.method is not Method.HEURISTIC
+    if search and opts.starts > 1 and size <= opts.recombine_limit and crossed(table):
+        found = recombine(
+            table,
+            levels,
+            costs,
+            Recombined(hidden, certificates),
+            forced=forced,
+            kept=kept,
+            distant=opts.reuses_distant(len(table)),
+            starts=opts.starts,
+            nodes=opts.nodes,
+            seconds=_FAIL_SAFE * opts.time_limit,
+        )
+        hidden, certificates = found.hidden, found.certificates
+    # on 3-D tables above the recombination's size one master MILP of the cut loop can
+    # outlast its fail-safe (8 x 8 x 8, 10 x 10 x 10: 19 s at the root at load 12; the
+    # node limit does not bind there and HiGHS has no work limit for the root), so the
+    # clock, not the work, would decide: the local search improves those instead
+    cut = size <= opts.cut_limit and not (size > opts.recombine_limit and crossed(table))
+    if search and cut:
+        better = _by_cuts(table, levels, costs, hidden, forced, kept, opts)
+        if better is not None:
+            hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True
+    moves = min(opts.moves, _MOVE_CELLS // max(1, len(table)))
+    if search and not proven and moves > 0 and crossed(table):
+        hidden, certificates = improve_locally(
+            table,
+            levels,
+            costs,
+            hidden,
+            certificates,
+            forced=forced,
+            kept=kept,
+            distant=opts.reuses_distant(len(table)),
+            moves=moves,
+        )
+    return hidden, certificates, proven, by_milp
+
+
+def _by_cuts(
+    table: Table,
+    levels: Levels,
+    costs: np.ndarray,
+    incumbent: frozenset[int],
+    forced: frozenset[int],
+    kept: frozenset[int],
+    opts: SuppressionOptions,
+) -> Improved | None:
+    """The capacity-cut MILP started from ``incumbent``; None unless strictly cheaper.
+
+    Every master pattern that misses only a few levels is completed by the heuristic
+    and pruned as the loop goes (a primal heuristic: the rounds' patterns differ, and the
+    cheapest completion is often not the last one's), the last pattern in any case; the
+    cheapest pattern found, complete or completed, is kept."""
+    best: list[Improved] = []
+    blocks = len(level_blocks(levels))
+    done: set[frozenset[int]] = set()
+
+    def consider(found: Improved | None) -> None:
+        if found is not None and (not best or _cost(costs, found) < _cost(costs, best[0])):
+            best[:] = [found]
+
+    def completed(outcome: CutOutcome) -> None:
+        done.add(outcome.suppressed)
+        consider(_completed(table, levels, costs, outcome, forced, kept, opts))
+
+    def nearly(outcome: CutOutcome) -> None:
+        # a completion costs about a round: only for patterns that miss few levels
+        if blocks - len(outcome.deviations) <= max(2, blocks // _NEARLY):
+            completed(outcome)
+
+    outcome = solve_by_cuts(
+        table,
+        levels,
+        costs,
+        forced=forced,
+        kept=kept,
+        start=incumbent,
+        iterations=int(_ITERATIONS_PER_SECOND * opts.time_limit),
+        nodes=_MASTER_NODES,
+        time_limit=_CUT_FAIL_SAFE * opts.time_limit,
+        gap=_ONLINE_GAP,
+        each=nearly,
+    )
+    if outcome is not None and outcome.complete and outcome.proven:
+        best[:] = [Improved(outcome.suppressed, _certified(table, outcome), True)]
+    elif outcome is not None and outcome.suppressed and outcome.suppressed not in done:
+        completed(outcome)  # completed (when it misses levels) and pruned
+    if not best or _cost(costs, best[0]) >= costs[list(incumbent)].sum():
+        return None
+    return best[0]
+
+
+def _cost(costs: np.ndarray, found: Improved) -> float:
+    return float(costs[list(found.hidden)].sum())
+
+
+def _certified(table: Table, outcome: CutOutcome) -> Certificates:
+    """The certificates of the cut loop's deviations (each checked exactly)."""
+    certificates = Certificates(table)
+    for deviation in outcome.deviations.values():
+        support = np.flatnonzero(deviation)
+        certificates.add(support, deviation[support], outcome.suppressed)
+    return certificates
+
+
+def _completed(
+    table: Table,
+    levels: Levels,
+    costs: np.ndarray,
+    outcome: CutOutcome,
+    forced: frozenset[int],
+    kept: frozenset[int],
+    opts: SuppressionOptions,
+) -> Improved | None:
+    """A master pattern, completed by the heuristic where it misses levels and pruned;
+    None when the heuristic cannot complete it."""
+    certificates = _certified(table, outcome)
+    hidden = outcome.suppressed
+    if not outcome.complete:
+        try:
+            hidden = solve_heuristic(
+                table,
+                levels,
+                costs,
+                certificates,
+                suppressed=hidden | forced,
+                kept=kept,
+                distant=opts.reuses_distant(len(table)),
+            )
+        except ProtectionInfeasible:
+            return None
+    hidden = drop_redundant(table, hidden, levels, costs, certificates, fixed=forced)
+    return Improved(hidden, certificates, False)
