@@ -113,8 +113,9 @@ class GroupSearch:
         self._counter = units
         #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
         self._sensitive = sensitive
-        #: basis position -> (small atom there, rank) when no large atom could replace it
-        self._stuck: dict[int, tuple[int, int]] = {}
+        #: basis position -> (small atom there, rank, ``SpanAuditor.basis_changes``) when
+        #: no large atom could replace it
+        self._stuck: dict[int, tuple[int, int, int]] = {}
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
@@ -181,7 +182,16 @@ class GroupSearch:
         not yet visited: after atom a enters at position j, M^-1 changes by
         -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
         R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
-        those a fresh read would give, and so are the exchanges."""
+        those a fresh read would give, and so are the exchanges.
+
+        A position tried again whose atom and row of M^-1 are those it was stuck with is
+        stuck again, and its row is not read: its row of M^-1 A is the same function of
+        the table's rows (``SpanAuditor.row_unchanged_since``), zero on every large
+        non-basis atom then; a large atom now is a part of a large atom then (parts of
+        small atoms are small), a basis atom leaving a position was zero in the row, and
+        an atom entering one was chosen where the row is zero. So the exchanges, the
+        bases and every later decision are those of reading it; only the reads of the
+        stored sets (proportional to the history) are saved."""
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
@@ -199,13 +209,21 @@ class GroupSearch:
         if not tried:
             return 0
         p = auditor.prime
-        rows = self._rows_read(auditor, tried)
-        if rows is None:
-            rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
+        mark = auditor.basis_changes
+        still = {q for q in tried if self._still_stuck(auditor, q, int(atoms[q]))}
+        read = [q for q in tried if q not in still]
+        rows = self._rows_read(auditor, read)
+        if rows is None and read:
+            rows = auditor.basis_rows(np.array(read, dtype=np.int64))
+        row_of = {q: t for t, q in enumerate(read)}
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
-        for t, position in enumerate(tried):
-            row = rows[t]
+        for position in tried:
+            if position in still:
+                self._stuck[position] = (int(atoms[position]), auditor.rank, mark)
+                continue
+            assert rows is not None
+            row = rows[row_of[position]]
             for atom, support, values in entered:
                 factor = int(row[atom])
                 if factor:
@@ -223,8 +241,13 @@ class GroupSearch:
                 self._stuck.pop(position, None)
                 moved += 1
             else:
-                self._stuck[position] = (int(atoms[position]), auditor.rank)
+                self._stuck[position] = (int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
+
+    def _still_stuck(self, auditor: SpanAuditor, position: int, atom: int) -> bool:
+        """The position was stuck with this atom and its row of M^-1 has not changed since."""
+        last = self._stuck.get(position)
+        return last is not None and last[0] == atom and auditor.row_unchanged_since(position, last[2])
 
     def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
         """The basis rows at ``positions`` (dense, over every atom) from the last check's
@@ -232,6 +255,8 @@ class GroupSearch:
         else None (read them from the stored sets). The same residues either way: both
         are M^-1 A exactly mod p, on the same atoms (tidy re-read every stored set)."""
         read, self._read = self._read, None
+        if not positions:
+            return None
         if read is None or not auditor.last_change_is(read[0]):
             return None
         _, known, matrix = read

@@ -162,6 +162,18 @@ class SpanAuditor(PairSearch, DisclosureReport):
     def in_basis(self, atoms: Ids) -> npt.NDArray[np.bool_]:
         return np.asarray(self._basis_pos[atoms] >= 0, dtype=np.bool_)
 
+    @property
+    def basis_changes(self) -> int:
+        """Updates of M^-1 so far: a mark for ``row_unchanged_since``."""
+        return self._basis.changes
+
+    def row_unchanged_since(self, position: int, mark: int) -> bool:
+        """True when row ``position`` of M^-1 is the one it was at ``mark`` (a value of
+        ``basis_changes``). Its row of M^-1 A is then the same function of the table's rows:
+        a cut atom's parts keep its column on every earlier query, and the new query's
+        entry in the row is 0."""
+        return self._basis.unchanged_since(position, mark)
+
     def basis_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1 A on every atom (mod p): the combination of released
         answers that is 1 on that basis atom, 0 on the others."""
