@@ -132,7 +132,10 @@ class InverseBasis:
         q_y = sum_mod(y[positions], p)
         q_u = int(sum_mod(border.u[positions], p))
         delta = mul_mod((outside - q_y + mul_mod(new_weight, q_u, p)) % p, border.s_inverse, p)
-        top = (y - mul_mod(border.u[:, None], ((new_weight + delta) % p)[None, :], p)) % p
+        # only the rows where u != 0 move (u is 0 or e_j unless c's column was read)
+        moved = np.flatnonzero(border.u)
+        top = y % p
+        top[moved] = (y[moved] - mul_mod(border.u[moved, None], ((new_weight + delta) % p)[None, :], p)) % p
         return np.vstack([top, delta[None, :]])
 
     def bordered_row(self, position: int, border: Border, v: Residues) -> Residues:

@@ -16,6 +16,7 @@ coefficient on the new query is zero.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -58,8 +59,10 @@ class Exposure:
     basis: InverseBasis
     partition: AtomPartition
     released: ReleasedSets
-    #: the representative rows of the atoms before the query (``SpanAuditor.atom_probe``)
-    probe: Probe
+    #: the representative rows of the atoms before the query (``SpanAuditor.atom_probe``),
+    #: built only when rows are read: most checks end before, and the probe of a
+    #: partition changed by the last release costs a pass over every atom
+    probe_of: Callable[[], Probe]
 
     @property
     def rank(self) -> int:
@@ -97,6 +100,10 @@ class Exposure:
         return self.partition.rows(atom)
 
     @cached_property
+    def probe(self) -> Probe:
+        return self.probe_of()
+
+    @cached_property
     def _parts(self) -> tuple[dict[int, int], dict[int, int]]:
         """The cut's inside parts and cut atoms, each to its index in the cut."""
         cut = self.step.cut
@@ -111,8 +118,9 @@ class Exposure:
     def novelty(self) -> Residues:
         """Per position: the coefficient of the new query in row j of M'^-1."""
         border, r = self.growth.border, self.basis.rank
-        coefficient = np.empty(r + 1, dtype=np.int64)
-        coefficient[:r] = (-mul_mod(border.u, border.s_inverse, self.p)) % self.p
+        coefficient = np.zeros(r + 1, dtype=np.int64)
+        moved = np.flatnonzero(border.u)  # zero elsewhere: -(0 * s^-1) mod p
+        coefficient[moved] = (-mul_mod(border.u[moved], border.s_inverse, self.p)) % self.p
         coefficient[r] = border.s_inverse % self.p
         return coefficient
 

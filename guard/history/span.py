@@ -136,7 +136,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if step.growth is None:
             return None
         return Exposure(
-            self._p, step, step.growth, self._basis, self._partition, self._released, self.atom_probe()
+            self._p, step, step.growth, self._basis, self._partition, self._released, self._probe_now()
         )
 
     def implied(self, query_set: QuerySet) -> bool:
@@ -209,6 +209,18 @@ class SpanAuditor(PairSearch, DisclosureReport):
             representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
             self._probe = (self._cuts, Probe.of(representatives))
         return self._probe[1]
+
+    def _probe_now(self) -> Callable[[], Probe]:
+        """``atom_probe`` of the partition as it is now, for an exposure to build when it
+        reads rows; refused once a release changed the partition (the exposure is stale)."""
+        cuts = self._cuts
+
+        def probe() -> Probe:
+            if self._cuts != cuts:
+                raise RuntimeError("stale exposure: the auditor released a query since it was made")
+            return self.atom_probe()
+
+        return probe
 
     def last_change_is(self, step: Step) -> bool:
         """True when ``step`` (this object) was the last release and nothing changed
