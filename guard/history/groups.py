@@ -113,9 +113,11 @@ class GroupSearch:
         self._counter = units
         #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
         self._sensitive = sensitive
-        #: basis position -> (small atom there, rank, ``SpanAuditor.basis_changes``) when
-        #: no large atom could replace it
-        self._stuck: dict[int, tuple[int, int, int]] = {}
+        #: per basis position, when no large atom could replace its small atom: that atom
+        #: (-1: not stuck), the rank then, and ``SpanAuditor.basis_changes`` then
+        self._stuck_atom = np.full(16, -1, dtype=np.int64)
+        self._stuck_rank = np.zeros(16, dtype=np.int64)
+        self._stuck_mark = np.zeros(16, dtype=np.int64)
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
@@ -195,17 +197,14 @@ class GroupSearch:
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
-        tried: list[int] = []
-        for position in np.flatnonzero(small_of(atoms)).tolist():
-            atom = int(atoms[position])
-            last = self._stuck.get(position)
-            # a small atom no large atom could replace stays where it is (its row is a
-            # combination of answers on small atoms only) until the basis has grown a bit
-            if last is not None and last[0] == atom and auditor.rank < last[1] + _RETRY_GROWTH:
-                continue
-            if len(tried) == MAX_TIDY:
-                break
-            tried.append(position)
+        self._reserve_stuck(atoms.size)
+        small = np.flatnonzero(small_of(atoms))
+        # a small atom no large atom could replace stays where it is (its row is a
+        # combination of answers on small atoms only) until the basis has grown a bit
+        waiting = (self._stuck_atom[small] == atoms[small]) & (
+            auditor.rank < self._stuck_rank[small] + _RETRY_GROWTH
+        )
+        tried: list[int] = small[~waiting][:MAX_TIDY].tolist()
         if not tried:
             return 0
         p = auditor.prime
@@ -220,7 +219,7 @@ class GroupSearch:
         moved = 0
         for position in tried:
             if position in still:
-                self._stuck[position] = (int(atoms[position]), auditor.rank, mark)
+                self._stick(position, int(atoms[position]), auditor.rank, mark)
                 continue
             assert rows is not None
             row = rows[row_of[position]]
@@ -238,16 +237,29 @@ class GroupSearch:
                 scaled = mul_mod(row, inverse_mod(int(row[chosen]), p), p)
                 support = np.flatnonzero(scaled).astype(np.int64)
                 entered.append((chosen, support, scaled[support]))
-                self._stuck.pop(position, None)
+                self._stuck_atom[position] = -1
                 moved += 1
             else:
-                self._stuck[position] = (int(atoms[position]), auditor.rank, auditor.basis_changes)
+                self._stick(position, int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
 
     def _still_stuck(self, auditor: SpanAuditor, position: int, atom: int) -> bool:
         """The position was stuck with this atom and its row of M^-1 has not changed since."""
-        last = self._stuck.get(position)
-        return last is not None and last[0] == atom and auditor.row_unchanged_since(position, last[2])
+        return bool(self._stuck_atom[position] == atom) and auditor.row_unchanged_since(
+            position, int(self._stuck_mark[position])
+        )
+
+    def _stick(self, position: int, atom: int, rank: int, mark: int) -> None:
+        self._stuck_atom[position], self._stuck_rank[position], self._stuck_mark[position] = atom, rank, mark
+
+    def _reserve_stuck(self, rank: int) -> None:
+        if rank <= self._stuck_atom.size:
+            return
+        grown = max(rank, 2 * self._stuck_atom.size)
+        extra = grown - self._stuck_atom.size
+        self._stuck_atom = np.concatenate([self._stuck_atom, np.full(extra, -1, dtype=np.int64)])
+        self._stuck_rank = np.concatenate([self._stuck_rank, np.zeros(extra, dtype=np.int64)])
+        self._stuck_mark = np.concatenate([self._stuck_mark, np.zeros(extra, dtype=np.int64)])
 
     def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
         """The basis rows at ``positions`` (dense, over every atom) from the last check's
@@ -280,6 +292,12 @@ class GroupSearch:
             )
         sizes = partition.sizes()
         changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
+        # the committed atoms a tentative step cuts, as a mask over atom ids (an isin
+        # over every basis atom per check cost more)
+        cut_mask = None
+        if changed_ids.size:
+            cut_mask = np.zeros(count, dtype=bool)
+            cut_mask[changed_ids[changed_ids < count]] = True
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
             out = np.zeros(atoms.size, dtype=bool)
@@ -299,7 +317,11 @@ class GroupSearch:
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
             # a cut atom with a remembered flag: its outside part is read afresh
-            recheck = committed & (flags >= 0) & np.isin(atoms, changed_ids)
+            recheck = committed & (flags >= 0)
+            if cut_mask is None:
+                recheck[:] = False
+            else:
+                recheck[recheck] = cut_mask[atoms[recheck]]
             for i in np.flatnonzero(recheck).tolist():
                 out[i] = self._protectable(rows_of(int(atoms[i])))
             return out
