@@ -47,6 +47,8 @@ def tentative_atom(partition: AtomPartition, cut: Refinement, atom: int) -> RowI
 
 #: an atom holding at least 1 / _MASK_SHARE of the rows takes its outside part by a mask
 _MASK_SHARE = 16
+#: an atom of fewer rows takes its outside part by sorting (cheaper than any table)
+_SORT_BELOW = 256
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,8 +91,13 @@ class Exposure:
             rows = self.partition.rows(atom)
             inside = cut.inside(parent[atom])
             universe = self.partition.row_count
-            if rows.size * _MASK_SHARE < universe:
+            if rows.size < _SORT_BELOW or not inside.size:
                 return np.setdiff1d(rows, inside, assume_unique=True)
+            if rows.size * _MASK_SHARE < universe:
+                # setdiff1d(rows, inside, assume_unique=True) is rows[~isin(rows, inside)]:
+                # the same rows in the same order, looked up in a table over inside's
+                # range instead of sorting both (measured: most of a GROUP BY's check)
+                return rows[~np.isin(rows, inside, kind="table")]
             # a large atom (the never-queried one holds most rows, and nearly every new
             # query cuts it): setdiff1d(rows, inside, assume_unique=True) by a mask over
             # the row ids, the same rows in the same order without sorting both
