@@ -217,12 +217,25 @@ def _restricted(
         cost = [np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2
     res = solve_lp(
         np.concatenate(cost),
-        sparse.hstack(blocks, format="csc"),
+        sparse.hstack(blocks, format="csc") if slack else _paired(part),
         np.zeros(len(rows)),
         np.concatenate(lo),
         np.concatenate(hi),
     )
     return res, rows
+
+
+def _paired(part: sparse.csc_matrix) -> sparse.csc_matrix:
+    """``sparse.hstack([part, -part], format="csc")`` from the arrays: d+ then d-."""
+    nnz = int(part.indptr[-1])
+    return sparse.csc_matrix(
+        (
+            np.concatenate([part.data, -part.data]),
+            np.concatenate([part.indices, part.indices]),
+            np.concatenate([part.indptr, part.indptr[1:] + nnz]),
+        ),
+        shape=(part.shape[0], 2 * part.shape[1]),
+    )
 
 
 def _entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) -> np.ndarray:
