@@ -136,7 +136,9 @@ class GroupSearch:
             return _CLEAR  # no group is small and no cell is flagged
         self._read = None
         changed = exposure.changed_atoms()
-        small_of = self._classifier(exposure.partition, changed, exposure.rows_of)
+        cut = exposure.step.cut
+        parents = dict(zip(cut.children.tolist(), cut.split.tolist(), strict=True))
+        small_of = self._classifier(exposure.partition, changed, exposure.rows_of, parents)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
         novelty = exposure.novelty()[positions]
         if not novelty.any():
@@ -279,10 +281,18 @@ class GroupSearch:
         return picked
 
     def _classifier(
-        self, partition: AtomPartition, changed: set[int], rows_of: Callable[[int], RowIds]
+        self,
+        partition: AtomPartition,
+        changed: set[int],
+        rows_of: Callable[[int], RowIds],
+        parents: dict[int, int] | None = None,
     ) -> Callable[[Ids], npt.NDArray[np.bool_]]:
         """Which atoms hold fewer than k units, remembered per committed atom; ``changed``
-        atoms (cut or created by a tentative step) are read with ``rows_of``."""
+        atoms (cut or created by a tentative step) are read with ``rows_of``, unless they
+        are part of a committed atom remembered small (``parents``: each new part's cut
+        atom): a part of a small atom is small (fewer units, inside the same sensitive
+        set), so only parts of large atoms are counted."""
+        parents = {} if parents is None else parents
         count = partition.atom_count
         if self._flag.size < count:
             grown = max(count, 2 * self._flag.size)
@@ -311,13 +321,16 @@ class GroupSearch:
             for i in np.flatnonzero(flags < 0).tolist():
                 atom = int(atoms[i])
                 if atom in changed:
-                    out[i] = self._protectable(rows_of(atom))
+                    parent = parents.get(atom, -1)
+                    small_parent = 0 <= parent < count and self._flag[parent] == 1
+                    out[i] = small_parent or self._protectable(rows_of(atom))
                     continue
                 out[i] = self._protectable(partition.rows(atom))
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
-            # a cut atom with a remembered flag: its outside part is read afresh
-            recheck = committed & (flags >= 0)
+            # a cut atom remembered large: its outside part is read afresh (one remembered
+            # small stays small)
+            recheck = committed & (flags == 0)
             if cut_mask is None:
                 recheck[:] = False
             else:
