@@ -12,6 +12,7 @@ all (redundancy elimination) withdraws every deviation that moves it.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Set
 
 import numpy as np
@@ -41,7 +42,7 @@ class Certificates:
         self._touch: list[frozenset[int]] = []
         #: per deviation: how far it may be scaled up and reversed within the bounds
         self._reach: list[tuple[float, float]] = []
-        self._by_cell: dict[int, list[int]] = {}
+        self._by_cell: defaultdict[int, list[int]] = defaultdict(list)
         #: deviations through a cell published after all (they prove nothing any more)
         self._withdrawn: set[int] = set()
 
@@ -75,11 +76,7 @@ class Certificates:
         number = len(self._found)
         by_cell = self._by_cell
         for i in moved:
-            found = by_cell.get(i)
-            if found is None:
-                by_cell[i] = [number]
-            else:
-                found.append(number)
+            by_cell[i].append(number)
         self._found.append((support, values))
         watched = self._watch.intersection(moved) if self._watch else frozenset()
         self._touch.append(frozenset(watched))
@@ -155,7 +152,7 @@ class Certificates:
         kept = Certificates.__new__(Certificates)
         kept._columns, kept._up, kept._down = self._columns, self._up, self._down
         kept._watch = frozenset(watch)
-        kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], {}
+        kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], defaultdict(list)
         kept._withdrawn = set()
         for support, values in self.deviations(within=hidden):
             kept._keep(support, values)
