@@ -101,7 +101,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._cache: tuple[tuple[int, ...], Step] | None = None  # the last step, by cheap key
         self._index: dict[int, list[int]] | None = None  # built on the first pair search
         self._cuts = 0  # commits so far: the atoms' representatives change only then
-        self._probe: tuple[int, Probe] | None = None
+        #: (commits, the atoms' probe, their representatives) as of that many commits
+        self._probe: tuple[int, Probe, Ids] | None = None
         # the last step committed and the version it left: nothing changed since while
         # the version is still that one (``last_change_is``)
         self._committed: tuple[Step, int] | None = None
@@ -207,7 +208,11 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if self._probe is None or self._probe[0] != self._cuts:
             count = self._partition.atom_count
             representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
-            self._probe = (self._cuts, Probe.of(representatives))
+            if self._probe is None:
+                probe = Probe.of(representatives)
+            else:  # only cut atoms' representatives change, and new parts' are appended
+                probe = self._probe[1].moved(self._probe[2], representatives)
+            self._probe = (self._cuts, probe, representatives)
         return self._probe[1]
 
     def _probe_now(self) -> Callable[[], Probe]:
