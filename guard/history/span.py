@@ -208,10 +208,13 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if self._probe is None or self._probe[0] != self._cuts:
             count = self._partition.atom_count
             representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
-            if self._probe is None:
+            last = self._probe
+            # only cut atoms' representatives change and new parts' are appended: carried
+            # unless most atoms were cut (then building it afresh is cheaper)
+            if last is None or 2 * (count - last[2].size) > count:
                 probe = Probe.of(representatives)
-            else:  # only cut atoms' representatives change, and new parts' are appended
-                probe = self._probe[1].moved(self._probe[2], representatives)
+            else:
+                probe = last[1].moved(last[2], representatives)
             self._probe = (self._cuts, probe, representatives)
         return self._probe[1]
 

@@ -11,7 +11,15 @@ from guard.history.span import SpanAuditor
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_the_carried_probe_is_the_fresh_one(seed: int) -> None:
+def test_the_carried_probe_is_the_fresh_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    moves = [0]
+    inner = Probe.moved
+
+    def counted(self: Probe, before: np.ndarray, after: np.ndarray) -> Probe:
+        moves[0] += 1
+        return inner(self, before, after)
+
+    monkeypatch.setattr(Probe, "moved", counted)
     rng = np.random.default_rng(8100 + seed)
     n = 3_000
     auditor = SpanAuditor(np.arange(n))
@@ -34,3 +42,4 @@ def test_the_carried_probe_is_the_fresh_one(seed: int) -> None:
         assert np.array_equal(probe.slot[probe.rows], fresh.slot[fresh.rows])
         carried += 1
     assert carried > 10
+    assert moves[0] > 5  # carried, not rebuilt
