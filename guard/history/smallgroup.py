@@ -172,7 +172,7 @@ class _Search:
             if masks is not None and masks[o] & taken:
                 continue  # shares a pivot (and so units) with a check taken
             support = np.concatenate([candidates[o : o + 1], pivots[on[:, o]]])
-            new = self.units.matrix[support].indices
+            new = self.units.units_of(support)
             new = new[~forced[new]]
             if masks is None:
                 if used[support].any() or used_units[new].any():

@@ -24,7 +24,7 @@ answer:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -33,8 +33,9 @@ from guard.errors import QueryRefused
 from guard.policy.model import Protection
 from guard.protection.keys import key_encoder, space_of
 from guard.protection.linking import Linking
-from guard.protection.relations import lattice, linked_component, meets, pattern, relations_between
+from guard.protection.relations import linked_component, relations_between
 from guard.protection.sensitivity import is_frequency, judge
+from guard.protection.view import attacker_view, implied_by
 from guard.query.shape import AggFunc, Aggregate, QueryShape
 from guard.rules import RuleVerdict
 from guard.state.records import ReleaseStatus
@@ -43,15 +44,18 @@ from guard.suppression import (
     Key,
     Method,
     ProtectionInfeasible,
+    ProtectionLevels,
     ProtectionUnverified,
     Relation,
     SuppressionOptions,
+    SuppressionResult,
     Table,
     Weight,
     failures,
     suppress,
 )
 from guard.suppression.standing import Standing, prove_standing
+from guard.suppression.widest import requirements_within_widest
 
 __all__ = [
     "REFUSED_LINKED",
@@ -63,10 +67,6 @@ __all__ = [
     "with_sums",
 ]
 
-#: largest attacker view (cells) solved with the common refinement of the released
-#: patterns; above it only their common margins are added
-MAX_REFINEMENT_CELLS = 20_000
-
 #: largest attacker view (cells) whose requirements are first proven at the least
 #: pattern (guard.suppression.standing); an LP over a larger one takes too long for
 #: the many a view needs
@@ -76,9 +76,10 @@ MAX_STANDING_CELLS = 4_000
 #: which an answer linked to earlier releases is always solved online; above, an answer
 #: of few new cells withholds them (see _protect_space)
 MAX_LINKED_REQUIREMENTS = 300
-#: of those, cells the answer does not hold (each costs the insider audit LPs over the
-#: whole view, about a second each on 1,000 cells)
-MAX_OPEN_LINKED = 10
+#: of those, cells the answer does not hold (each is proven against every insider by a
+#: few smallest-deviation LPs, guard.suppression.insiders: milliseconds each on a few
+#: thousand cells; at 10, routine tables crossing rare categories withheld every new cell)
+MAX_OPEN_LINKED = 100
 #: new cells up to which such an answer withholds them rather than solving
 MAX_FRESH_WITHHELD = 50
 
@@ -222,7 +223,7 @@ def _protect_space(
             return replace(report, method=f"as released before ({report.method})")
     cells: Mapping[Key, Cell] = current
     if linking.fetch is not None:
-        cells = _attacker_view(space, current, history, linking)
+        cells = attacker_view(space, current, history, linking)
     relations = relations_between(cells)
     component = linked_component(cells, current, relations)
     relations = tuple(r for r in relations if r.total in component)
@@ -241,7 +242,7 @@ def _protect_space(
     table = _table(space, component, relations, linking)
     # the sole contributor of a magnitude cell knows its value: protect against them too
     singletons = () if is_frequency(space) else [k for k, c in component.items() if c.units == 1]
-    open_requirements = requirements
+    open_requirements: Mapping[Key, ProtectionLevels] = requirements
     standing: Standing | None = None
     apart = {k: v for k, v in requirements.items() if k not in current}
     if apart and len(table) <= MAX_STANDING_CELLS:
@@ -256,6 +257,7 @@ def _protect_space(
             forced | set(requirements),
             singletons,
             max_open=MAX_OPEN_LINKED if few else None,
+            prior=linking.proofs.get(space, ()),
         )
         open_requirements = {k: v for k, v in requirements.items() if k not in standing.proven}
     open_apart = [k for k in open_requirements if k not in current]
@@ -268,7 +270,7 @@ def _protect_space(
         # cells; a new cell whose value the published cells already fix (a total of
         # published parts) is new to no one.
         new = frozenset(k for k in fresh if k not in history and k not in sensitive_now)
-        implied = _implied(relations, kept, new)
+        implied = implied_by(relations, kept, new)
         if linking.known is not None and new - implied:
             # or whose value the released answers determine in any key space (history audit)
             implied |= linking.known(space, new - implied)
@@ -287,17 +289,34 @@ def _protect_space(
     prior = tuple(linking.proofs.get(space, ()))
     if standing is not None and open_requirements:
         prior += standing.proofs(table)
-    try:
-        result = suppress(
+    unasked = open_apart
+
+    def solve(requirements: Mapping[Key, ProtectionLevels]) -> SuppressionResult:
+        return suppress(
             table,
-            open_requirements,
+            requirements,
             options=options,
             seed=seed,
             forced=forced,
             kept=kept,
             singletons=singletons,
             prior=prior,
+            unasked=unasked,
         )
+
+    try:
+        try:
+            result = solve(open_requirements)
+        except ProtectionUnverified:
+            raise
+        except ProtectionInfeasible:
+            if not unasked:
+                raise
+            # a cell no answer holds may be narrow already by the earlier releases
+            # alone: the answer is held to what it would narrow further
+            # (guard.suppression.widest)
+            open_requirements = requirements_within_widest(table, open_requirements, unasked, kept)
+            result = solve(open_requirements)
     except ProtectionUnverified:
         # a budget ran out: say so, rather than claim a recomputation was found
         raise QueryRefused(UNVERIFIED_REFUSAL) from None
@@ -320,8 +339,19 @@ def _protect_space(
         result.method.value,
         result.optimal,
         earlier,
-        result.proofs if linking.fixed is not None else (),
+        _kept_proofs(result, standing, table) if linking.fixed is not None else (),
     )
+
+
+def _kept_proofs(
+    result: SuppressionResult, standing: Standing | None, table: Table
+) -> tuple[Mapping[Key, float], ...]:
+    """What the next linked answer re-checks instead of proving again: the pattern's
+    proofs (which hold the standing ones it was given), or the standing proofs alone
+    when nothing was left for the pattern to prove."""
+    if result.proofs or standing is None:
+        return tuple(result.proofs)
+    return standing.proofs(table)
 
 
 REFUSED_LINKED = (
@@ -332,61 +362,6 @@ _REFUSED_INFEASIBLE = (
     "refused by secondary cell suppression: no set of withheld cells protects every sensitive "
     "cell of this table; ask for fewer totals or coarser groups"
 )
-
-
-def _attacker_view(
-    space: str, current: Mapping[Key, Cell], history: Mapping[Key, ReleaseStatus], linking: Linking
-) -> Mapping[Key, Cell]:
-    """The answer's cells, the earlier released cells, and the unreleased cells an
-    attacker reasons with: the common margins of released patterns (two margins of one
-    table both sum to its total) and, up to :data:`MAX_REFINEMENT_CELLS`, their common
-    refinement (every released cell is a sum of non-negative cells of it), so each
-    relation an attacker can write down is in the problem."""
-    assert linking.fetch is not None
-    own = {pattern(k) for k in current}
-    released = own | {pattern(k) for k in history}
-    full = lattice(released)
-    if full == own and not history:
-        return current  # one GROUP BY, ROLLUP or CUBE: its patterns are already closed
-    filtered = linking.fixed is None  # the answer's own filter applies to every pattern
-    got = linking.fetch(space, sorted(full), filtered)
-    if len(got) > MAX_REFINEMENT_CELLS:
-        # too fine to solve online: keep the common margins only (every exact
-        # recomputation by differences is still seen; Fréchet-type bounds are not).
-        # Read as their own patterns: the same cells in the same order as those of
-        # ``got`` (the engine orders by key values, then totals), and a cached fetch
-        # then never builds the whole refinement (``patterns.py``)
-        margins = meets(released)
-        if margins == own and not history:
-            return current
-        got = linking.fetch(space, sorted(margins), filtered)
-    cells = dict(got)
-    cells.update(current)
-    return cells
-
-
-def _implied(relations: Sequence[Relation], published: Set[Key], cells: Set[Key]) -> frozenset[Key]:
-    """The ``cells`` whose value the ``published`` cells fix through the relations: a
-    relation all of whose cells but one are known makes that one known (a total from its
-    parts, a part from its total and the other parts), repeated until nothing changes.
-    Publishing such a cell tells no one anything. (Sound, not complete: a value fixed
-    only by several relations together, or by the bounds, is not found; linear in the
-    relations, where an LP per cell took seconds on large linked problems.)"""
-    if not cells:
-        return frozenset()
-    known = set(published)
-    touching: dict[Key, list[int]] = {}
-    for r, relation in enumerate(relations):
-        for key in (relation.total, *relation.members):
-            touching.setdefault(key, []).append(r)
-    pending = list(range(len(relations)))
-    while pending:
-        relation = relations[pending.pop()]
-        unknown = [k for k in (relation.total, *relation.members) if k not in known]
-        if len(unknown) == 1:
-            known.add(unknown[0])
-            pending.extend(touching[unknown[0]])
-    return frozenset(cells & known)
 
 
 def _table(

@@ -1,7 +1,7 @@
 """The cells of whole key patterns, kept per data version for the next linked answer.
 
 A linked answer is protected together with the cells an attacker reasons with: every
-cell of the released patterns' lattice over the whole table (``decide._attacker_view``,
+cell of the released patterns' lattice over the whole table (``view.attacker_view``,
 through :attr:`Linking.fetch`). On a busy table that is tens of thousands of cells
 (57,000 on bench_core's income tables at 100,000 rows, 0.5-1.3 s to read and encode),
 and each new answer asked for them all again although a pattern's cells depend on the
@@ -22,7 +22,7 @@ cannot order (a NaN, a type without a tag) is read in one query as before. A fet
 only when first iterated; its size alone (``len``) is the cells held plus, for each
 pattern not held, its groups counted in the engine (``SELECT COUNT(*)`` over the same
 rows grouped by the pattern's dimensions: no cells built, no keys encoded). A refinement
-too large to use is then never read: ``decide._attacker_view`` reads the common margins
+too large to use is then never read: ``view.attacker_view`` reads the common margins
 alone (at 1,000,000 rows q13's refinement took 3 s to read and encode). A count that
 disagrees with the cells read later fails the answer (it may have been acted on).
 

@@ -13,12 +13,12 @@ all (redundancy elimination) withdraws every deviation that moves it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Set
+from collections.abc import Iterable, Mapping, Set
 
 import numpy as np
 from scipy import sparse
 
-from guard.suppression.table import Table
+from guard.suppression.table import Key, Table
 
 __all__ = ["Certificates"]
 
@@ -127,6 +127,26 @@ class Certificates:
     def moves(self, k: int) -> np.ndarray:
         """The cells deviation number ``k`` moves (sorted)."""
         return self._found[k][0]
+
+    def adopt(self, table: Table, prior: Iterable[Mapping[Key, float]], hidden: Set[int]) -> None:
+        """Keep the ``prior`` deviations (by cell key, e.g. those that proved an earlier
+        answer's pattern) that are deviations of ``table`` moving only ``hidden`` cells:
+        each is checked as :meth:`add` checks it (``A d = 0`` on every relation of this
+        table, the bounds), so one from an earlier view proves nothing here unless it
+        still holds."""
+        position = table.position
+        for deviation in prior:
+            try:  # positions looked up in C: a proof may move thousands of cells
+                cells = np.fromiter(
+                    map(position.__getitem__, deviation), dtype=np.int64, count=len(deviation)
+                )
+            except KeyError:
+                continue  # it moves a cell this table does not hold
+            self.add(cells, np.fromiter(deviation.values(), dtype=np.float64, count=len(deviation)), hidden)
+
+    def touched(self, k: int) -> frozenset[int]:
+        """The watched cells deviation number ``k`` moves."""
+        return self._touch[k]
 
     def withdraw(self, cell: int) -> None:
         """``cell`` is published after all: the deviations that move it prove nothing."""

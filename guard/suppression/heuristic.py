@@ -34,6 +34,7 @@ import numpy as np
 from guard.suppression.certificates import Certificates
 from guard.suppression.deviation import DeviationProblem, cheapest_deviation
 from guard.suppression.model import Levels, ProtectionInfeasible
+from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.table import Table
 
 __all__ = ["solve_heuristic"]
@@ -77,21 +78,28 @@ def solve_heuristic(
             known = (len(hidden), np.fromiter(sorted(hidden), dtype=int, count=len(hidden)))
         return known[1]
 
+    # when most cells are withheld already (a linked view: the never-released common
+    # refinement), every restricted LP holds most of the table, built and solved cold
+    # each time: one model over the whole table, started from its slack basis, instead
+    whole = SmallestDeviation(table, movable, c) if distant and 2 * len(hidden) >= len(table) else None
     for p in sorted(levels, key=lambda p: (-max(levels[p]), p)):
         for level, upward in zip(levels[p], (True, False), strict=True):
             if certificates.covers(p, level, upward):
                 continue
-            deviation = cheapest_deviation(
-                problem,
-                c,
-                p,
-                level,
-                upward,
-                hidden=hidden,
-                distant=distant,
-                rounds=_ROUNDS,
-                hidden_ids=hidden_ids(),
-            )
+            if whole is not None:
+                deviation = whole.solve(p, level if upward else -level, frozenset())
+            else:
+                deviation = cheapest_deviation(
+                    problem,
+                    c,
+                    p,
+                    level,
+                    upward,
+                    hidden=hidden,
+                    distant=distant,
+                    rounds=_ROUNDS,
+                    hidden_ids=hidden_ids(),
+                )
             if deviation is None and not distant:
                 # the near cells admit none (or the solver gave up on them): every
                 # withheld cell, before calling the cell unprotectable
@@ -111,5 +119,7 @@ def solve_heuristic(
             support = np.flatnonzero(np.abs(deviation) > 1e-9 * max(1.0, level))
             hidden.update(int(i) for i in support)
             c[support] = 0.0
+            if whole is not None:
+                whole.price(support, 0.0)
             certificates.add(support, deviation[support], hidden)
     return frozenset(hidden)

@@ -105,6 +105,7 @@ def suppress(
     singletons: Iterable[Key] = (),
     guarded: Iterable[Key] | None = None,
     prior: Iterable[Mapping[Key, float]] = (),
+    unasked: Iterable[Key] = (),
 ) -> SuppressionResult:
     """Withhold every sensitive cell and enough complementary cells to protect them.
 
@@ -127,6 +128,8 @@ def suppress(
             (:attr:`SuppressionResult.proofs`); each is checked exactly against this
             table and the cells withheld from the start, and those that hold spare the
             heuristic an LP for every level they already cover.
+        unasked: sensitive cells no answer holds: against an insider, held only to what
+            the ``kept`` cells do not already tell her (:mod:`~guard.suppression.widest`).
 
     Raises:
         ProtectionInfeasible: a sensitive cell is in ``kept``, or cannot reach its
@@ -155,7 +158,7 @@ def suppress(
         hidden, certificates = exact.hidden, exact.certificates
     else:
         certificates = Certificates(table)
-        _adopt(certificates, table, prior, forced_idx | frozenset(levels))
+        certificates.adopt(table, prior, forced_idx | frozenset(levels))
         hidden = solve_heuristic(
             table,
             levels,
@@ -207,7 +210,15 @@ def suppress(
                 # more withheld cells only widen the outsider's intervals: the proofs hold
                 guard = {table.index(k) for k in guarded or ()} | set(levels)
                 hidden = protect_singletons(
-                    table, hidden, known, levels, costs, kept_idx, guarded=guard, certificates=certificates
+                    table,
+                    hidden,
+                    known,
+                    levels,
+                    costs,
+                    kept_idx,
+                    guarded=guard,
+                    certificates=certificates,
+                    unasked=frozenset(table.index(k) for k in unasked),
                 )
             result = _result(table, primary, hidden, method, proven, weights, len(hidden) - before)
             return replace(result, proofs=_proofs(table, certificates, hidden))
@@ -223,22 +234,6 @@ def suppress(
     raise ProtectionInfeasible(
         f"{len(short)} sensitive cells still fail the audit after {opts.repair_rounds} repair passes"
     )
-
-
-def _adopt(
-    certificates: Certificates, table: Table, prior: Iterable[Mapping[Key, float]], hidden: frozenset[int]
-) -> None:
-    """Keep the ``prior`` deviations that are deviations of ``table`` moving only
-    ``hidden`` cells (``Certificates.add`` checks ``A d = 0`` and the bounds exactly)."""
-    position = table.position
-    for deviation in prior:
-        try:  # positions looked up in C: a proof may move thousands of cells
-            cells = np.fromiter(map(position.__getitem__, deviation), dtype=np.int64, count=len(deviation))
-        except KeyError:
-            continue  # it moves a cell this table does not hold
-        certificates.add(
-            cells, np.fromiter(deviation.values(), dtype=np.float64, count=len(deviation)), hidden
-        )
 
 
 def _proofs(

@@ -16,9 +16,11 @@ every withheld cell unknown, so an insider can do better:
 * **Insider audit**: for each withheld singleton ``s`` and each sensitive cell ``p`` its
   knowledge can reach through relations of withheld cells (tables up to
   :data:`EXACT_INSIDER_LIMIT` cells; larger ones: the cells sharing a relation with
-  ``s``), ``p``'s feasibility interval is computed with ``s`` published (what its
-  contributor knows) and must still reach ``p``'s levels; where it does not, more
-  cells are withheld (the heuristic, with ``s`` known) until it does.
+  ``s``), ``p``'s levels must still be reached with ``s`` published (what its
+  contributor knows). Deviations that leave ``s`` in place prove it for most pairs at
+  once (:class:`~guard.suppression.insiders.InsiderProver`); the pairs left get an
+  interval LP each, and where one falls short, more cells are withheld (the
+  heuristic, with ``s`` known) until it does not.
 
 Both only ever withhold more, so the outsider's intervals stay as proven. Insiders'
 knowledge is limited here to their own singleton cells (each contributor of a larger
@@ -27,19 +29,20 @@ cell knows only their own share, which the rules' protection levels already mode
 
 from __future__ import annotations
 
-from collections.abc import Set
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Set
 
 import numpy as np
 
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
-from guard.suppression.deviation import DeviationProblem, cheapest_deviation
 from guard.suppression.heuristic import solve_heuristic
+from guard.suppression.insiders import MAX_PIVOT_WORK, InsiderProver, insider_levels, same_unit
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible, ProtectionUnverified
-from guard.suppression.table import TOTAL, Key, Table
+from guard.suppression.smallest import SmallestDeviation
+from guard.suppression.table import Table
+from guard.suppression.widest import within_widest
 
-__all__ = ["EXACT_INSIDER_LIMIT", "insider_levels", "protect_singletons", "relation_violations", "same_unit"]
+__all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
 
 #: tables up to this many cells get the insider audit of every sensitive cell an
 #: insider's knowledge can reach; larger ones only of the cells sharing a relation with
@@ -80,6 +83,7 @@ def protect_singletons(
     *,
     guarded: Set[int] | None = None,
     certificates: Certificates | None = None,
+    unasked: Set[int] = frozenset(),
     rounds: int = 50,
 ) -> frozenset[int]:
     """``hidden`` grown until no relation breaks the relation rule and every sensitive
@@ -88,19 +92,22 @@ def protect_singletons(
     own, those withheld before, the sensitive ones; None: every cell).
     ``certificates``: verified deviations of ``table`` (e.g. those that proved the
     outsider's intervals); one that moves no cell an insider knows proves a sensitive
-    cell's levels against that insider without an LP.
+    cell's levels against that insider without an LP. ``unasked``: sensitive cells no
+    answer holds (:mod:`~guard.suppression.widest`): what the ``kept`` cells already
+    tell an insider of them is not this pattern's to hide, only what it would add.
 
     Raises:
         ProtectionInfeasible: a relation has no cell left to withhold (all published
-            cells are ``kept``), or the insider audit still fails after ``rounds``.
+            cells are ``kept``) and lets an insider recover a cell other than an
+            ``unasked`` one, or the insider audit still fails after ``rounds``.
     """
     group = same_unit(table, singletons)
     current = set(hidden)
     # the pattern only grows from here: what proves it now proves it throughout
     local = None if certificates is None else certificates.inside(current, watch=singletons)
     for _ in range(rounds):
-        grown = _relation_rule(table, current, singletons, costs, kept, guarded)
-        grown = _insider_audit(table, grown, group, levels, costs, kept, local)
+        grown = _relation_rule(table, current, singletons, costs, kept, guarded, unasked)
+        grown = _insider_audit(table, grown, group, levels, costs, kept, local, unasked)
         if grown == current:
             if certificates is not None and local is not None:
                 certificates.absorb(local)  # the insiders' proofs serve the next pattern too
@@ -116,21 +123,44 @@ def _relation_rule(
     costs: np.ndarray,
     kept: Set[int],
     guarded: Set[int] | None,
+    unasked: Set[int],
 ) -> set[int]:
     current = set(hidden)
+    group = same_unit(table, singletons)
+    settled: set[int] = set()
     while True:
-        broken = relation_violations(table, current, singletons, guarded)
+        broken = [r for r in relation_violations(table, current, singletons, guarded) if r not in settled]
         if not broken:
             return current
-        for r in broken[:1]:  # one cell at a time: it may mend other relations too
-            relation = table.relations[r]
-            free = [c for c in table.relation_cells[r] if c not in current and c not in kept]
-            if not free:
-                raise ProtectionInfeasible(
-                    f"a relation of total {relation.total!r} would let a single contributor recover a "
-                    "withheld cell, and it has no other cell left to withhold"
-                )
+        r = broken[0]  # one cell at a time: it may mend other relations too
+        free = [c for c in table.relation_cells[r] if c not in current and c not in kept]
+        if free:
             current.add(min(free, key=lambda c: (costs[c], c)))
+            continue
+        recovered = _recovered(table.relation_cells[r], current, group, guarded)
+        if recovered and recovered <= unasked:
+            # every other cell was published earlier: she recovers it from the earlier
+            # releases alone, whatever this pattern withholds (see guarded.widest)
+            settled.add(r)
+            continue
+        raise ProtectionInfeasible(
+            f"a relation of total {table.relations[r].total!r} would let a single contributor recover "
+            "a withheld cell, and it has no other cell left to withhold"
+        )
+
+
+def _recovered(
+    cells: Iterable[int], hidden: Set[int], group: dict[int, frozenset[int]], guarded: Set[int] | None
+) -> set[int]:
+    """The withheld cells of one relation that the contributor of a withheld singleton
+    in it recovers (it is the only other withheld cell), as relation_violations finds."""
+    withheld = {c for c in cells if c in hidden}
+    found: set[int] = set()
+    for known in {group[c] for c in withheld if c in group}:
+        unknown = withheld - known
+        if len(unknown) == 1 and (guarded is None or not unknown.isdisjoint(guarded)):
+            found |= unknown
+    return found
 
 
 def _insider_audit(
@@ -141,17 +171,19 @@ def _insider_audit(
     costs: np.ndarray,
     kept: Set[int],
     certificates: Certificates | None,
+    unasked: Set[int],
 ) -> set[int]:
     current = set(hidden)
     links = _links(table)
     whole = len(table) <= EXACT_INSIDER_LIMIT
     insiders = sorted({group[c] for c in current if c in group}, key=min)
+    around = _reaches(table, current) if whole else None
     reach = {
-        known: (_reach(table, links, known, current) if whole else _next_to(table, links, known)) - known
+        known: (around(known) if around is not None else _next_to(table, links, known)) - known
         for known in insiders
     }
     if certificates is not None:
-        _prove_for_every_insider(table, current, group, levels, set().union(*reach.values()), certificates)
+        _prove_against_insiders(table, current, group, levels, reach, certificates)
     audited = 0
     for known in insiders:
         near = {p: insider_levels(table, p, lv, known) for p, lv in levels.items() if p in reach[known]}
@@ -173,6 +205,12 @@ def _insider_audit(
         if not short:
             continue
         needed = {table.index(f.key): near[table.index(f.key)] for f in short}
+        if unasked:
+            # what the earlier releases alone tell her of a cell nobody asked for
+            needed = within_widest(table, needed, unasked & set(needed), kept, known)
+            needed = {p: lv for p, lv in needed.items() if max(lv) > 0}
+            if not needed:
+                continue
         repaired = solve_heuristic(
             table,
             needed,
@@ -185,100 +223,38 @@ def _insider_audit(
     return current
 
 
-def _prove_for_every_insider(
+def _prove_against_insiders(
     table: Table,
     hidden: set[int],
     group: dict[int, frozenset[int]],
     levels: Levels,
-    near: set[int],
+    reach: dict[frozenset[int], set[int]],
     certificates: Certificates,
 ) -> None:
-    """Add to ``certificates``, for each sensitive cell in ``near`` and each direction
-    not yet proven that way, a deviation of the pattern ``hidden`` that moves no
-    singleton but the cell itself (and its contributor's other cells): one LP per cell
-    and direction proves its levels against every other insider at once, instead of
-    one interval LP per insider. Cells with no such deviation are left to the
-    per-insider audit."""
-    outsiders = _mask(len(table), hidden - set(group))
-    base = DeviationProblem.of(table, set())  # each cell's problem fixes its own cells below
-    free = np.zeros(len(table))
-    for p in sorted(near & set(levels), key=lambda p: (-max(levels[p]), p)):
-        others = frozenset(group) - group.get(p, frozenset())
-        within = outsiders.copy()
-        within[list(group.get(p, {p}))] = True
-        problem = replace(base, kept=np.flatnonzero(~within))
-        for level, upward in zip(levels[p], (True, False), strict=True):
-            if certificates.covers(p, level, upward, avoid=others):
-                continue
-            deviation = cheapest_deviation(
-                problem, free, p, level, upward, hidden=hidden, distant=False, rounds=0
-            )
-            if deviation is not None:
-                support = np.flatnonzero(deviation)
-                certificates.add(support, deviation[support], hidden)
+    """Add to ``certificates`` deviations of the pattern ``hidden`` that prove each
+    sensitive cell's levels against the insiders whose knowledge reaches it
+    (:class:`~guard.suppression.insiders.InsiderProver`: the smallest deviation holds
+    against every insider it leaves in place, and only those it moves need another),
+    within :data:`~guard.suppression.insiders.MAX_PIVOT_WORK`. What is left unproven is
+    audited per insider below."""
+    insiders = sorted(reach, key=min)
+    near = {p for cells in reach.values() for p in cells} & set(levels)
+    if not near:
+        return
+    lp = SmallestDeviation(table, hidden)
+    prover = InsiderProver(table, lp, certificates, None, MAX_PIVOT_WORK // max(1, len(table)))
+    for p in sorted(near, key=lambda p: (-max(levels[p]), p)):
+        own = group.get(p, frozenset({p}))
+        prover.proven(p, levels[p], [g for g in insiders if g != own and p in reach[g]])
 
 
-def _mask(n: int, cells: Set[int]) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    mask[list(cells)] = True
-    return mask
-
-
-def insider_levels(
-    table: Table, p: int, levels: tuple[float, float], known: frozenset[int]
-) -> tuple[float, float]:
-    """The levels cell ``p`` must keep against the insider who knows ``known``. A cell
-    holding the insider's own cell cannot, to her, go below that cell's value (the rest
-    is not negative): from that side she learns nothing the bounds did not already tell
-    her, so the lower level stops there (it is the rest she must not learn)."""
-    upper, lower = levels
-    if table.lower[p] < 0:
-        return levels
-    key = table.keys[p]
-    inside = [table.values[c] for c in known if c != p and _holds(key, table.keys[c])]
-    if not inside:
-        return levels
-    return upper, max(0.0, min(lower, table.values[p] - max(inside)))
-
-
-def _holds(total: Key, member: Key) -> bool:
-    """Cell ``total`` holds cell ``member``'s rows (every fixed position agrees)."""
-    return all(t is TOTAL or t == m for t, m in zip(total, member, strict=True))
-
-
-def _reach(table: Table, links: dict[int, list[int]], start: frozenset[int], hidden: set[int]) -> set[int]:
-    """Cells an insider's knowledge can move: those linked to ``start`` through relations,
-    walking on withheld cells (a published cell is fixed for everyone already). Each
-    relation is walked once: a second walk would find only cells already seen."""
-    seen = set(start)
-    stack = list(start)
-    walked: set[int] = set()
-    cells = table.relation_cells
-    while stack:
-        for r in links.get(stack.pop(), ()):
-            if r in walked:
-                continue
-            walked.add(r)
-            for other in cells[r]:
-                if other not in seen:
-                    seen.add(other)
-                    if other in hidden:
-                        stack.append(other)
-    return seen
-
-
-def _next_to(table: Table, links: dict[int, list[int]], start: frozenset[int]) -> set[int]:
-    """The cells that share a relation with a cell of ``start`` (those cells included)."""
-    relations = {r for c in start for r in links.get(c, ())}
-    return {c for r in relations for c in table.relation_cells[r]}
-
-
-def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
-    """Each singleton's class of singletons that surely share its one contributor: a
-    total and a member that are both singletons (the member's rows lie in the total,
-    which has one contributor). Disjoint singletons are taken to be different people,
-    which can only protect more."""
-    parent = {c: c for c in singletons}
+def _reaches(table: Table, hidden: Set[int]) -> Callable[[frozenset[int]], set[int]]:
+    """``reach(start)``: the cells an insider's knowledge of ``start`` can move, those
+    linked to it through relations, walking on withheld cells (a published cell is
+    fixed for everyone already): every cell of a relation that holds a withheld cell
+    connected to ``start``. The withheld cells' connected parts are found once, so each
+    insider costs the size of her answer, not a walk over the table."""
+    parent = {c: c for c in hidden}
 
     def root(c: int) -> int:
         while parent[c] != c:
@@ -286,17 +262,31 @@ def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
             c = parent[c]
         return c
 
-    for relation in table.relations:
-        total = table.index(relation.total)
-        if total not in parent:
-            continue
-        for member in (table.index(k) for k in relation.members):
-            if member in parent:
-                parent[root(member)] = root(total)
-    classes: dict[int, set[int]] = {}
-    for c in singletons:
-        classes.setdefault(root(c), set()).add(c)
-    return {c: frozenset(classes[root(c)]) for c in singletons}
+    cells = table.relation_cells
+    withheld = [[c for c in members if c in parent] for members in cells]
+    for inside in withheld:
+        for c in inside[1:]:
+            a, b = root(inside[0]), root(c)
+            if a != b:
+                parent[b] = a
+    around: dict[int, set[int]] = {}
+    for r, inside in enumerate(withheld):
+        if inside:
+            around.setdefault(root(inside[0]), set()).update(cells[r])
+
+    def reach(start: frozenset[int]) -> set[int]:
+        found = set(start)
+        for part in {root(c) for c in start if c in parent}:
+            found |= around.get(part, set())
+        return found
+
+    return reach
+
+
+def _next_to(table: Table, links: dict[int, list[int]], start: frozenset[int]) -> set[int]:
+    """The cells that share a relation with a cell of ``start`` (those cells included)."""
+    relations = {r for c in start for r in links.get(c, ())}
+    return {c for r in relations for c in table.relation_cells[r]}
 
 
 def _links(table: Table) -> dict[int, list[int]]:

@@ -15,24 +15,28 @@ pattern that withholds more (seed 004, Def. 2; :mod:`~guard.suppression.certific
 So a requirement proven at the least pattern needs no place in the problem that chooses
 the complementary cells: whatever the answer publishes, its interval reaches its levels.
 
-Insiders (:mod:`~guard.suppression.singletons`): the sole contributor of a withheld
+Insiders (:mod:`~guard.suppression.insiders`): the sole contributor of a withheld
 single-contributor cell knows it. A deviation that leaves her cells in place is one she
 cannot rule out either; a requirement counts as standing only when, for every such
 insider but its own contributor, some deviation proves both of its levels without
-moving her cells. The first try fixes every insider's cells at once (one LP proves
-against all of them); when that admits no deviation, the insiders are split in halves,
-each proven separately, down to single insiders.
+moving her cells. Each direction is proven first by the smallest deviation
+(:mod:`~guard.suppression.smallest`: least total move, so few cells), which holds
+against every insider it leaves in place; only the insiders it moves need another,
+one that avoids them all; when none does, they are split in halves, down to single
+insiders.
 
-Each try is one feasibility LP ``A d = 0``, bounds, ``d_p = ±level``, on one HiGHS
-model over the whole table that keeps its basis across tries (a re-solve is a few dual
-simplex steps). A requirement not proven within :data:`MAX_SOLVES` tries, or whose LP
-has no solution, is simply not standing: it stays a requirement of the pattern (fail
-closed), whose own proofs and audits then decide.
+The first LPs push many requirements at once (every insider fixed: a feasibility LP
+over the whole table, kept across rounds); the rest are the smallest-deviation LPs,
+each a few hundred dual simplex steps from the "move nothing" basis. Both are
+budgeted by counts, not the clock (:data:`MAX_WORK`, :data:`MAX_PIVOT_WORK`), so what
+is proven does not depend on the machine's load. A requirement not proven within the
+budget, or that no deviation moves far enough, is simply not standing: it stays a
+requirement of the pattern (fail closed), whose own proofs and audits then decide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import highspy
@@ -40,16 +44,16 @@ import numpy as np
 
 from guard.highs import lp_model
 from guard.suppression.certificates import Certificates
+from guard.suppression.insiders import MAX_PIVOT_WORK, InsiderProver, same_unit
 from guard.suppression.model import Levels, ProtectionLevels, required_levels
-from guard.suppression.singletons import insider_levels, same_unit
+from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.table import Key, Table
 
 __all__ = ["MAX_WORK", "MIN_SOLVES", "Standing", "prove_standing"]
 
-#: feasibility LPs one call may solve, times the square of the table's cells (an LP
-#: over the whole table costs about 2 ms on a 1,400-cell view, 35 ms on 6,000 cells,
-#: 150 ms on 15,000): 2,000 LPs on 1,400 cells, 110 on 6,000. The requirements left
-#: unproven when they run out stay requirements of the pattern
+#: pushes (feasibility LPs over the whole table) one call may solve, times the square
+#: of the table's cells (one costs about 2 ms on a 1,400-cell view, 35 ms on 6,000
+#: cells, 150 ms on 15,000)
 MAX_WORK = 4_000_000_000
 #: LPs always allowed, however large the table
 MIN_SOLVES = 20
@@ -69,7 +73,7 @@ class Standing:
         deviations: the verified deviations behind them (cell indices, sorted; their
             moves), each moving cells of the least pattern only. Internal: they hold
             hidden values' room, never show them.
-        solved: feasibility LPs solved.
+        solved: LPs solved (pushes and smallest deviations).
     """
 
     proven: frozenset[Key]
@@ -93,6 +97,7 @@ def prove_standing(
     *,
     max_solves: int | None = None,
     max_open: int | None = None,
+    prior: Iterable[Mapping[Key, float]] = (),
 ) -> Standing:
     """The ``requirements`` proven at the least pattern ``hidden`` (plus the required
     cells themselves, which every pattern withholds).
@@ -104,26 +109,35 @@ def prove_standing(
             sensitive cells of the answer).
         singletons: cells with a single contributor (see
             :mod:`~guard.suppression.singletons`); a proof must hold against each.
-        max_solves: most feasibility LPs to solve; None: :data:`MAX_WORK` over the
-            square of the table's cells (at least :data:`MIN_SOLVES`).
+        max_solves: most LPs to solve; None: as many as the budgets allow (pushes:
+            :data:`MAX_WORK` over the square of the table's cells, at least
+            :data:`MIN_SOLVES`; smallest deviations: :data:`MAX_PIVOT_WORK`).
         max_open: stop once more requirements than this are left unproven (the
             caller will not solve a pattern for so many); None: try every one.
+        prior: deviations found for earlier answers over these cells (by key); each
+            that is still a deviation moving only the least pattern proves without an
+            LP (checked exactly, :meth:`Certificates.adopt`).
 
     Raises:
         ValueError: a key is unknown or a level negative.
     """
     levels = required_levels(table, requirements)
-    if max_solves is None:
-        max_solves = max(MIN_SOLVES, MAX_WORK // max(1, len(table)) ** 2)
+    pushes = max(MIN_SOLVES, MAX_WORK // max(1, len(table)) ** 2)
+    if max_solves is not None:
+        pushes = min(pushes, max_solves)
     least = frozenset(table.index(k) for k in hidden) | frozenset(levels)
     # a published singleton is known to everyone already: only withheld ones are secrets
     single = frozenset(table.index(k) for k in singletons) & least
     group = same_unit(table, single)
     insiders = sorted({group[c] for c in single}, key=min)
     certificates = Certificates(table, watch=single)
+    # a linked answer's view is mostly the last one's: its proofs mostly still hold
+    certificates.adopt(table, prior, least)
     lp = _Feasibility(table, least)
-    _push_together(lp, certificates, levels, single, max_solves)
-    prover = _Prover(table, lp, certificates, max_solves)
+    _push_together(lp, certificates, levels, single, pushes)
+    smallest = SmallestDeviation(table, least)
+    solves = None if max_solves is None else max_solves - lp.solved
+    prover = InsiderProver(table, smallest, certificates, solves, MAX_PIVOT_WORK // max(1, len(table)))
     proven: set[int] = set()
     left = 0
     for p in sorted(levels, key=lambda p: (-max(levels[p]), p)):
@@ -134,7 +148,11 @@ def prove_standing(
             left += 1
             if max_open is not None and left > max_open:
                 break
-    return Standing(frozenset(table.keys[p] for p in proven), tuple(certificates.deviations()), lp.solved)
+    return Standing(
+        frozenset(table.keys[p] for p in proven),
+        tuple(certificates.deviations()),
+        lp.solved + smallest.solved,
+    )
 
 
 def _push_together(
@@ -176,71 +194,10 @@ def _push_together(
             return
 
 
-class _Prover:
-    """Proofs of one requirement's levels against the outsider and a list of insiders,
-    from the certificates found so far or new feasibility LPs (within the budget)."""
-
-    def __init__(self, table: Table, lp: _Feasibility, certificates: Certificates, budget: int) -> None:
-        self._table = table
-        self._lp = lp
-        self._certificates = certificates
-        self._budget = budget
-
-    def proven(self, p: int, levels: tuple[float, float], insiders: Sequence[frozenset[int]]) -> bool:
-        """Both levels of ``p`` against the outsider and every one of ``insiders``."""
-        for level, upward in zip(levels, (True, False), strict=True):
-            if level <= 0:
-                continue
-            # a proof against every insider at once is one against the outsider too: the
-            # outsider's own LP is needed only when the insiders' were split or relaxed
-            if insiders and not self._against(p, levels, upward, insiders):
-                return False
-            if not self._reaches(p, level, upward, frozenset()):
-                return False
-        return True
-
-    def _against(
-        self, p: int, levels: tuple[float, float], upward: bool, insiders: Sequence[frozenset[int]]
-    ) -> bool:
-        avoid = frozenset().union(*insiders)
-        level = levels[0] if upward else levels[1]
-        if self._reaches(p, level, upward, avoid):
-            return True
-        if not upward:
-            # an insider whose own cell lies in p needs less below (see insider_levels):
-            # the level against all of them is the largest any of them needs
-            needed = 0.0
-            for known in insiders:
-                needed = max(needed, insider_levels(self._table, p, levels, known)[1])
-                if needed >= level:
-                    break
-            if needed < level and self._reaches(p, needed, upward, avoid):
-                return True
-        if len(insiders) <= 1:
-            return False
-        # no deviation avoids all of them at once: maybe one per half does
-        half = len(insiders) // 2
-        return all(self._against(p, levels, upward, part) for part in (insiders[:half], insiders[half:]))
-
-    def _reaches(self, p: int, level: float, upward: bool, avoid: frozenset[int]) -> bool:
-        """A certificate moves ``p`` by ``level`` without moving ``avoid`` (found so far,
-        or by one more LP while the budget lasts)."""
-        if level <= 0 or self._certificates.covers(p, level, upward, avoid=avoid):
-            return True
-        if self._lp.solved >= self._budget:
-            return False
-        deviation = self._lp.solve(p, level if upward else -level, avoid)
-        if deviation is None:
-            return False
-        support = np.flatnonzero(deviation)
-        self._certificates.add(support, deviation[support], self._lp.movable(avoid))
-        return self._certificates.covers(p, level, upward, avoid=avoid)
-
-
 class _Feasibility:
-    """``A d = 0``, ``lb - a <= d <= ub - a`` on the movable cells (0 elsewhere), ``d_p``
-    fixed: one HiGHS model over the whole table kept across solves (each starts from
-    the last basis)."""
+    """``A d = 0``, ``lb - a <= d <= ub - a`` on the movable cells (0 elsewhere), some
+    cells pushed towards their moves: one HiGHS model over the whole table kept across
+    pushes (each starts from the last basis)."""
 
     def __init__(self, table: Table, least: frozenset[int]) -> None:
         a, lb, ub = table.arrays
@@ -258,20 +215,6 @@ class _Feasibility:
     def movable(self, avoid: frozenset[int]) -> frozenset[int]:
         """The cells a deviation may move: the least pattern's but ``avoid``."""
         return self._least_cells - avoid
-
-    def solve(self, p: int, move: float, avoid: frozenset[int]) -> np.ndarray | None:
-        """A deviation moving ``p`` by exactly ``move`` and only the least pattern's cells
-        but ``avoid``; None when there is none (or the solver gave up)."""
-        self._restrict(avoid)
-        self._highs.changeColBounds(p, move, move)
-        self._highs.run()
-        self.solved += 1
-        found = None
-        if self._highs.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            found = np.asarray(self._highs.getSolution().col_value, dtype=np.float64)
-        low, high = self._bounds(np.array([p]), self._movable)
-        self._highs.changeColBounds(p, float(low[0]), float(high[0]))
-        return found
 
     def push(self, targets: Mapping[int, float], avoid: frozenset[int]) -> np.ndarray | None:
         """A deviation moving each ``targets`` cell as far towards its move as it can (at

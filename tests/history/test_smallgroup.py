@@ -92,3 +92,14 @@ def test_a_spent_budget_is_undecided_not_clear() -> None:
     assert smallest_group(star, rest, units, 3, p, [0]) is None
     found = smallest_group(star, rest, units, 3, p, [1_000])
     assert isinstance(found, np.ndarray) and np.count_nonzero(found) < 3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_units_read_from_the_arrays_are_the_rows_units(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sets = [BitMap(rng.choice(40, size=int(rng.integers(0, 6)), replace=False).tolist()) for _ in range(15)]
+    units = UnitMatrix.of(sets)
+    for _ in range(10):
+        rows = rng.choice(15, size=int(rng.integers(1, 6)), replace=False).astype(np.int64)
+        got = units.units_of(rows)
+        assert sorted(got.tolist()) == sorted(units.matrix[rows].indices.tolist())
