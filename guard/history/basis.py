@@ -58,6 +58,10 @@ class InverseBasis:
         # row j of M^-1: the queries whose combination gives b_j (dense once filled in)
         self._rows: SparseLines | DenseLines = SparseLines(p)
         self._y = np.zeros((16, copies), dtype=np.int64)
+        # updates of M^-1 so far, and per position the update that last changed its row:
+        # a row no update changed still gives the same combination of answers
+        self._changes = 0
+        self._touched = np.zeros(16, dtype=np.int64)
 
     @property
     def rank(self) -> int:
@@ -80,6 +84,16 @@ class InverseBasis:
 
     def nbytes(self) -> int:
         return self._rows.nbytes() + self._y.nbytes + self._atoms.nbytes
+
+    @property
+    def changes(self) -> int:
+        """Updates of M^-1 so far (releases and exchanges): a mark for ``unchanged_since``."""
+        return self._changes
+
+    def unchanged_since(self, position: int, mark: int) -> bool:
+        """True when no update after ``mark`` (a value of ``changes``) changed row
+        ``position`` of M^-1."""
+        return bool(self._touched[position] <= mark)
 
     def derivable(self) -> npt.NDArray[np.bool_]:
         """Per position: the basis atom's total is derivable now (y = 0 in every copy)."""
@@ -118,7 +132,10 @@ class InverseBasis:
         q_y = sum_mod(y[positions], p)
         q_u = int(sum_mod(border.u[positions], p))
         delta = mul_mod((outside - q_y + mul_mod(new_weight, q_u, p)) % p, border.s_inverse, p)
-        top = (y - mul_mod(border.u[:, None], ((new_weight + delta) % p)[None, :], p)) % p
+        # only the rows where u != 0 move (u is 0 or e_j unless c's column was read)
+        moved = np.flatnonzero(border.u)
+        top = y % p
+        top[moved] = (y[moved] - mul_mod(border.u[moved, None], ((new_weight + delta) % p)[None, :], p)) % p
         return np.vstack([top, delta[None, :]])
 
     def bordered_row(self, position: int, border: Border, v: Residues) -> Residues:
@@ -176,6 +193,8 @@ class InverseBasis:
         big_v = np.append(scaled_v[v_index], (-border.s_inverse) % p)
         self._rows.append()
         self._rows.add_outer(big_u_index, big_u, big_v_index, big_v)
+        self._changes += 1
+        self._touched[big_u_index] = self._changes  # the rows in supp(u), and the new one
         rows = self._rows
         if isinstance(rows, SparseLines) and r + 1 >= DENSE_FROM_RANK and 2 * rows.nnz > (r + 1) ** 2:
             self._rows = DenseLines(p, rows)  # half full: dense is smaller, and faster
@@ -203,6 +222,9 @@ class InverseBasis:
         minus = (-scaled[d_index]) % p
         row_index, row_value = self._rows.line(position)  # replaced, never mutated: a snapshot
         self._rows.add_outer(d_index, minus, row_index, row_value)
+        self._changes += 1
+        self._touched[d_index] = self._changes  # the rows in supp(x - e_j), and row j
+        self._touched[position] = self._changes
         y = self._y[:r]
         shift = (y[position] + weight_out) % p
         y[...] = (y - mul_mod(scaled[:, None], shift[None, :], p)) % p
@@ -218,4 +240,6 @@ class InverseBasis:
         y[:old] = self._y
         atoms = np.zeros(capacity, dtype=np.int64)
         atoms[:old] = self._atoms
-        self._y, self._atoms = y, atoms
+        touched = np.zeros(capacity, dtype=np.int64)
+        touched[:old] = self._touched
+        self._y, self._atoms, self._touched = y, atoms, touched

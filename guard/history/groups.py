@@ -113,8 +113,11 @@ class GroupSearch:
         self._counter = units
         #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
         self._sensitive = sensitive
-        #: basis position -> (small atom there, rank) when no large atom could replace it
-        self._stuck: dict[int, tuple[int, int]] = {}
+        #: per basis position, when no large atom could replace its small atom: that atom
+        #: (-1: not stuck), the rank then, and ``SpanAuditor.basis_changes`` then
+        self._stuck_atom = np.full(16, -1, dtype=np.int64)
+        self._stuck_rank = np.zeros(16, dtype=np.int64)
+        self._stuck_mark = np.zeros(16, dtype=np.int64)
         # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
@@ -133,7 +136,9 @@ class GroupSearch:
             return _CLEAR  # no group is small and no cell is flagged
         self._read = None
         changed = exposure.changed_atoms()
-        small_of = self._classifier(exposure.partition, changed, exposure.rows_of)
+        cut = exposure.step.cut
+        parents = dict(zip(cut.children.tolist(), cut.split.tolist(), strict=True))
+        small_of = self._classifier(exposure.partition, changed, exposure.rows_of, parents)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
         novelty = exposure.novelty()[positions]
         if not novelty.any():
@@ -181,31 +186,45 @@ class GroupSearch:
         not yet visited: after atom a enters at position j, M^-1 changes by
         -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
         R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
-        those a fresh read would give, and so are the exchanges."""
+        those a fresh read would give, and so are the exchanges.
+
+        A position tried again whose atom and row of M^-1 are those it was stuck with is
+        stuck again, and its row is not read: its row of M^-1 A is the same function of
+        the table's rows (``SpanAuditor.row_unchanged_since``), zero on every large
+        non-basis atom then; a large atom now is a part of a large atom then (parts of
+        small atoms are small), a basis atom leaving a position was zero in the row, and
+        an atom entering one was chosen where the row is zero. So the exchanges, the
+        bases and every later decision are those of reading it; only the reads of the
+        stored sets (proportional to the history) are saved."""
         partition = auditor.partition
         small_of = self._classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
-        tried: list[int] = []
-        for position in np.flatnonzero(small_of(atoms)).tolist():
-            atom = int(atoms[position])
-            last = self._stuck.get(position)
-            # a small atom no large atom could replace stays where it is (its row is a
-            # combination of answers on small atoms only) until the basis has grown a bit
-            if last is not None and last[0] == atom and auditor.rank < last[1] + _RETRY_GROWTH:
-                continue
-            if len(tried) == MAX_TIDY:
-                break
-            tried.append(position)
+        self._reserve_stuck(atoms.size)
+        small = np.flatnonzero(small_of(atoms))
+        # a small atom no large atom could replace stays where it is (its row is a
+        # combination of answers on small atoms only) until the basis has grown a bit
+        waiting = (self._stuck_atom[small] == atoms[small]) & (
+            auditor.rank < self._stuck_rank[small] + _RETRY_GROWTH
+        )
+        tried: list[int] = small[~waiting][:MAX_TIDY].tolist()
         if not tried:
             return 0
         p = auditor.prime
-        rows = self._rows_read(auditor, tried)
-        if rows is None:
-            rows = auditor.basis_rows(np.array(tried, dtype=np.int64))
+        mark = auditor.basis_changes
+        still = {q for q in tried if self._still_stuck(auditor, q, int(atoms[q]))}
+        read = [q for q in tried if q not in still]
+        rows = self._rows_read(auditor, read)
+        if rows is None and read:
+            rows = auditor.basis_rows(np.array(read, dtype=np.int64))
+        row_of = {q: t for t, q in enumerate(read)}
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
-        for t, position in enumerate(tried):
-            row = rows[t]
+        for position in tried:
+            if position in still:
+                self._stick(position, int(atoms[position]), auditor.rank, mark)
+                continue
+            assert rows is not None
+            row = rows[row_of[position]]
             for atom, support, values in entered:
                 factor = int(row[atom])
                 if factor:
@@ -220,11 +239,29 @@ class GroupSearch:
                 scaled = mul_mod(row, inverse_mod(int(row[chosen]), p), p)
                 support = np.flatnonzero(scaled).astype(np.int64)
                 entered.append((chosen, support, scaled[support]))
-                self._stuck.pop(position, None)
+                self._stuck_atom[position] = -1
                 moved += 1
             else:
-                self._stuck[position] = (int(atoms[position]), auditor.rank)
+                self._stick(position, int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
+
+    def _still_stuck(self, auditor: SpanAuditor, position: int, atom: int) -> bool:
+        """The position was stuck with this atom and its row of M^-1 has not changed since."""
+        return bool(self._stuck_atom[position] == atom) and auditor.row_unchanged_since(
+            position, int(self._stuck_mark[position])
+        )
+
+    def _stick(self, position: int, atom: int, rank: int, mark: int) -> None:
+        self._stuck_atom[position], self._stuck_rank[position], self._stuck_mark[position] = atom, rank, mark
+
+    def _reserve_stuck(self, rank: int) -> None:
+        if rank <= self._stuck_atom.size:
+            return
+        grown = max(rank, 2 * self._stuck_atom.size)
+        extra = grown - self._stuck_atom.size
+        self._stuck_atom = np.concatenate([self._stuck_atom, np.full(extra, -1, dtype=np.int64)])
+        self._stuck_rank = np.concatenate([self._stuck_rank, np.zeros(extra, dtype=np.int64)])
+        self._stuck_mark = np.concatenate([self._stuck_mark, np.zeros(extra, dtype=np.int64)])
 
     def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
         """The basis rows at ``positions`` (dense, over every atom) from the last check's
@@ -232,6 +269,8 @@ class GroupSearch:
         else None (read them from the stored sets). The same residues either way: both
         are M^-1 A exactly mod p, on the same atoms (tidy re-read every stored set)."""
         read, self._read = self._read, None
+        if not positions:
+            return None
         if read is None or not auditor.last_change_is(read[0]):
             return None
         _, known, matrix = read
@@ -242,10 +281,18 @@ class GroupSearch:
         return picked
 
     def _classifier(
-        self, partition: AtomPartition, changed: set[int], rows_of: Callable[[int], RowIds]
+        self,
+        partition: AtomPartition,
+        changed: set[int],
+        rows_of: Callable[[int], RowIds],
+        parents: dict[int, int] | None = None,
     ) -> Callable[[Ids], npt.NDArray[np.bool_]]:
         """Which atoms hold fewer than k units, remembered per committed atom; ``changed``
-        atoms (cut or created by a tentative step) are read with ``rows_of``."""
+        atoms (cut or created by a tentative step) are read with ``rows_of``, unless they
+        are part of a committed atom remembered small (``parents``: each new part's cut
+        atom): a part of a small atom is small (fewer units, inside the same sensitive
+        set), so only parts of large atoms are counted."""
+        parents = {} if parents is None else parents
         count = partition.atom_count
         if self._flag.size < count:
             grown = max(count, 2 * self._flag.size)
@@ -255,6 +302,12 @@ class GroupSearch:
             )
         sizes = partition.sizes()
         changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
+        # the committed atoms a tentative step cuts, as a mask over atom ids (an isin
+        # over every basis atom per check cost more)
+        cut_mask = None
+        if changed_ids.size:
+            cut_mask = np.zeros(count, dtype=bool)
+            cut_mask[changed_ids[changed_ids < count]] = True
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
             out = np.zeros(atoms.size, dtype=bool)
@@ -268,13 +321,20 @@ class GroupSearch:
             for i in np.flatnonzero(flags < 0).tolist():
                 atom = int(atoms[i])
                 if atom in changed:
-                    out[i] = self._protectable(rows_of(atom))
+                    parent = parents.get(atom, -1)
+                    small_parent = 0 <= parent < count and self._flag[parent] == 1
+                    out[i] = small_parent or self._protectable(rows_of(atom))
                     continue
                 out[i] = self._protectable(partition.rows(atom))
                 self._flag[atom] = int(out[i])
                 self._flag_size[atom] = sizes[atom]
-            # a cut atom with a remembered flag: its outside part is read afresh
-            recheck = committed & (flags >= 0) & np.isin(atoms, changed_ids)
+            # a cut atom remembered large: its outside part is read afresh (one remembered
+            # small stays small)
+            recheck = committed & (flags == 0)
+            if cut_mask is None:
+                recheck[:] = False
+            else:
+                recheck[recheck] = cut_mask[atoms[recheck]]
             for i in np.flatnonzero(recheck).tolist():
                 out[i] = self._protectable(rows_of(int(atoms[i])))
             return out

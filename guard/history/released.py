@@ -51,6 +51,31 @@ class Probe:
         slot[rows] = np.arange(rows.size)
         return cls(rows, order, as_bitmap(rows), slot)
 
+    def moved(self, before: RowIds, after: RowIds) -> Probe:
+        """``Probe.of(after)`` from this probe, which is ``Probe.of(before)``, when
+        ``after`` keeps most of ``before``'s rows in place and appends some (an atom's
+        representatives after a cut: only the cut atoms' change, the new parts' are
+        appended). Costs O(rows + changes), not a pass over the whole range of rows."""
+        after = np.asarray(after, dtype=np.int64)
+        old = before.size
+        changed = np.flatnonzero(after[:old] != before)
+        gone = before[changed]
+        entering = np.concatenate([changed, np.arange(old, after.size, dtype=np.int64)])
+        keep = np.ones(self.rows.size, dtype=bool)
+        keep[self.slot[gone]] = False
+        rows, order = self.rows[keep], self.order[keep]
+        added = after[entering]
+        sort = np.argsort(added, kind="stable")
+        added, entering = added[sort], entering[sort]
+        at = np.searchsorted(rows, added)
+        rows, order = np.insert(rows, at, added), np.insert(order, at, entering)
+        top = max(self.slot.size, int(added[-1]) + 1 if added.size else 0)
+        slot = np.zeros(top, dtype=np.int64)
+        slot[: self.slot.size] = self.slot
+        slot[rows] = np.arange(rows.size)
+        bitmap = (self.bitmap - as_bitmap(np.sort(gone))) | as_bitmap(added)
+        return Probe(rows, order, bitmap, slot)
+
     def hits(self, stored: BitMap) -> npt.NDArray[np.int64]:
         """The places in ``rows`` of the probed rows that ``stored`` holds, ascending."""
         found = np.frombuffer((stored & self.bitmap).to_array(), dtype=np.uint32)

@@ -101,7 +101,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._cache: tuple[tuple[int, ...], Step] | None = None  # the last step, by cheap key
         self._index: dict[int, list[int]] | None = None  # built on the first pair search
         self._cuts = 0  # commits so far: the atoms' representatives change only then
-        self._probe: tuple[int, Probe] | None = None
+        #: (commits, the atoms' probe, their representatives) as of that many commits
+        self._probe: tuple[int, Probe, Ids] | None = None
         # the last step committed and the version it left: nothing changed since while
         # the version is still that one (``last_change_is``)
         self._committed: tuple[Step, int] | None = None
@@ -136,7 +137,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if step.growth is None:
             return None
         return Exposure(
-            self._p, step, step.growth, self._basis, self._partition, self._released, self.atom_probe()
+            self._p, step, step.growth, self._basis, self._partition, self._released, self._probe_now()
         )
 
     def implied(self, query_set: QuerySet) -> bool:
@@ -161,6 +162,18 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     def in_basis(self, atoms: Ids) -> npt.NDArray[np.bool_]:
         return np.asarray(self._basis_pos[atoms] >= 0, dtype=np.bool_)
+
+    @property
+    def basis_changes(self) -> int:
+        """Updates of M^-1 so far: a mark for ``row_unchanged_since``."""
+        return self._basis.changes
+
+    def row_unchanged_since(self, position: int, mark: int) -> bool:
+        """True when row ``position`` of M^-1 is the one it was at ``mark`` (a value of
+        ``basis_changes``). Its row of M^-1 A is then the same function of the table's rows:
+        a cut atom's parts keep its column on every earlier query, and the new query's
+        entry in the row is 0."""
+        return self._basis.unchanged_since(position, mark)
 
     def basis_row(self, position: int) -> Residues:
         """Row ``position`` of M^-1 A on every atom (mod p): the combination of released
@@ -195,8 +208,27 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if self._probe is None or self._probe[0] != self._cuts:
             count = self._partition.atom_count
             representatives = self._partition.representatives(np.arange(count, dtype=np.int64))
-            self._probe = (self._cuts, Probe.of(representatives))
+            last = self._probe
+            # only cut atoms' representatives change and new parts' are appended: carried
+            # unless most atoms were cut (then building it afresh is cheaper)
+            if last is None or 2 * (count - last[2].size) > count:
+                probe = Probe.of(representatives)
+            else:
+                probe = last[1].moved(last[2], representatives)
+            self._probe = (self._cuts, probe, representatives)
         return self._probe[1]
+
+    def _probe_now(self) -> Callable[[], Probe]:
+        """``atom_probe`` of the partition as it is now, for an exposure to build when it
+        reads rows; refused once a release changed the partition (the exposure is stale)."""
+        cuts = self._cuts
+
+        def probe() -> Probe:
+            if self._cuts != cuts:
+                raise RuntimeError("stale exposure: the auditor released a query since it was made")
+            return self.atom_probe()
+
+        return probe
 
     def last_change_is(self, step: Step) -> bool:
         """True when ``step`` (this object) was the last release and nothing changed

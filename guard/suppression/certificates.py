@@ -12,6 +12,7 @@ all (redundancy elimination) withdraws every deviation that moves it.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Set
 
 import numpy as np
@@ -41,7 +42,7 @@ class Certificates:
         self._touch: list[frozenset[int]] = []
         #: per deviation: how far it may be scaled up and reversed within the bounds
         self._reach: list[tuple[float, float]] = []
-        self._by_cell: dict[int, list[int]] = {}
+        self._by_cell: defaultdict[int, list[int]] = defaultdict(list)
         #: deviations through a cell published after all (they prove nothing any more)
         self._withdrawn: set[int] = set()
 
@@ -63,8 +64,7 @@ class Certificates:
             return False
         if np.any(values > self._up[support] + tol) or np.any(-values > self._down[support] + tol):
             return False
-        residual = self._columns[:, support] @ values
-        if np.abs(residual).max(initial=0.0) > tol:
+        if np.abs(_product(self._columns, support, values)).max(initial=0.0) > tol:
             return False
         self._keep(support, values, moved)
         return True
@@ -76,11 +76,7 @@ class Certificates:
         number = len(self._found)
         by_cell = self._by_cell
         for i in moved:
-            found = by_cell.get(i)
-            if found is None:
-                by_cell[i] = [number]
-            else:
-                found.append(number)
+            by_cell[i].append(number)
         self._found.append((support, values))
         watched = self._watch.intersection(moved) if self._watch else frozenset()
         self._touch.append(frozenset(watched))
@@ -176,11 +172,25 @@ class Certificates:
         kept = Certificates.__new__(Certificates)
         kept._columns, kept._up, kept._down = self._columns, self._up, self._down
         kept._watch = frozenset(watch)
-        kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], {}
+        kept._found, kept._touch, kept._reach, kept._by_cell = [], [], [], defaultdict(list)
         kept._withdrawn = set()
         for support, values in self.deviations(within=hidden):
             kept._keep(support, values)
         return kept
+
+
+def _product(columns: sparse.csc_matrix, support: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``columns[:, support] @ values`` without building the slice: each product added in
+    scipy's order (column by column, entries as stored; ``np.add.at`` adds in order), so
+    the same floating-point residual decides."""
+    pointer = columns.indptr
+    starts = pointer[support]
+    counts = pointer[support + 1] - starts
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    where = np.repeat(starts, counts) + offsets
+    residual = np.zeros(columns.shape[0])
+    np.add.at(residual, columns.indices[where], columns.data[where] * np.repeat(values, counts))
+    return residual
 
 
 def _meets(support: np.ndarray, cells: np.ndarray | None) -> bool:

@@ -74,13 +74,21 @@ class DeviationProblem:
         )
 
     def start(
-        self, p: int, costs: np.ndarray, hidden: Set[int] = frozenset(), distant: bool = True
+        self,
+        p: int,
+        costs: np.ndarray,
+        hidden: Set[int] = frozenset(),
+        distant: bool = True,
+        hidden_ids: np.ndarray | None = None,
     ) -> np.ndarray:
         """``p``, the cells sharing a relation with it, its ancestors, the box of its
         category, TOTAL and the cheapest others in every dimension (by ``costs``), about
         ``_BOX`` cells in all, and the ``hidden`` cells, free to reuse: all of them when
         ``distant`` (a cycle through a far withheld cell is often the cheapest), else
-        those sharing a relation with the rest (smaller LPs, more suppression)."""
+        those sharing a relation with the rest (smaller LPs, more suppression).
+        ``hidden_ids``: the same cells as an array, when the caller keeps one (the heuristic
+        asks thousands of LPs with one growing set: rebuilding it each time cost more than
+        the rest of the box). Sorted and unique, as every set operation here returns."""
         rows = self.csc.indices[self.csc.indptr[p] : self.csc.indptr[p + 1]]
         seen = {p}
         stack = [p]
@@ -98,14 +106,16 @@ class DeviationProblem:
             choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:width])})
         box = (self.keys.get(k) for k in itertools.product(*choices))
         seen.update(i for i in box if i is not None)
-        start = np.union1d(np.unique(self.csr[rows].indices), np.fromiter(seen, dtype=int))
+        start = np.union1d(_entries(self.csr, rows), np.fromiter(seen, dtype=int))
         if not hidden:
             return start
+        if hidden_ids is None:
+            hidden_ids = np.fromiter(hidden, dtype=int, count=len(hidden))
         if distant:
-            return np.union1d(start, np.fromiter(hidden, dtype=int))
-        near = np.unique(self.csr[np.unique(self.csc[:, start].indices)].indices)
+            return np.union1d(start, hidden_ids)
+        near = np.unique(_entries(self.csr, np.unique(_entries(self.csc, start))))
         mask = np.zeros(len(self.up_room), dtype=bool)
-        mask[list(hidden)] = True
+        mask[hidden_ids] = True
         return np.union1d(start, near[mask[near]])
 
 
@@ -122,6 +132,7 @@ def cheapest_deviation(
     hidden: Set[int] = frozenset(),
     distant: bool = True,
     rounds: int | None = None,
+    hidden_ids: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The cheapest deviation moving cell ``p`` by ``level`` up (or down); None when no
     deviation within the bounds can.
@@ -129,7 +140,8 @@ def cheapest_deviation(
     ``costs`` are per unit of deviation (0 for cells already withheld); the ``hidden``
     cells join the starting box (only those near it unless ``distant``). ``rounds``
     caps the pricing rounds once the LP is feasible: the deviation returned is then
-    valid but may not be the cheapest (None: price until it is the cheapest overall)."""
+    valid but may not be the cheapest (None: price until it is the cheapest overall).
+    ``hidden_ids``: ``hidden`` as an array, when the caller keeps one."""
     n = len(costs)
     # HiGHS reports "numerical difficulties" on costs of magnitude-weighted cells (1e9
     # next to 0 for withheld ones); the cheapest deviation is the same on any scale
@@ -150,7 +162,7 @@ def cheapest_deviation(
     if (hi_plus < lo_plus).any() or (hi_minus < lo_minus).any():
         return None
     bounds = (lo_plus, hi_plus, lo_minus, hi_minus)
-    columns = problem.start(p, costs, hidden, distant)
+    columns = problem.start(p, costs, hidden, distant, hidden_ids)
     done = 0
     zero = np.zeros(n)
     tol = 1e-7 * max(1.0, level)
@@ -191,9 +203,7 @@ def _restricted(
 ) -> tuple[LpResult, np.ndarray]:
     """The LP over ``columns`` and the relations they touch; with ``slack``, the phase-1
     LP minimising the violation of ``A d = 0``."""
-    sub = problem.csc[:, columns]
-    rows = np.unique(sub.indices)
-    part = sub[rows]
+    part, rows = _submatrix(problem.csc, columns)
     lo_plus, hi_plus, lo_minus, hi_minus = bounds
     blocks = [part, -part]
     lo = [lo_plus[columns], lo_minus[columns]]
@@ -207,12 +217,59 @@ def _restricted(
         cost = [np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2
     res = solve_lp(
         np.concatenate(cost),
-        sparse.hstack(blocks, format="csc"),
+        sparse.hstack(blocks, format="csc") if slack else _paired(part),
         np.zeros(len(rows)),
         np.concatenate(lo),
         np.concatenate(hi),
     )
     return res, rows
+
+
+def _paired(part: sparse.csc_matrix) -> sparse.csc_matrix:
+    """``sparse.hstack([part, -part], format="csc")`` from the arrays: d+ then d-."""
+    nnz = int(part.indptr[-1])
+    return sparse.csc_matrix(
+        (
+            np.concatenate([part.data, -part.data]),
+            np.concatenate([part.indices, part.indices]),
+            np.concatenate([part.indptr, part.indptr[1:] + nnz]),
+        ),
+        shape=(part.shape[0], 2 * part.shape[1]),
+    )
+
+
+def _entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) -> np.ndarray:
+    """The minor indices stored in ``lines`` (rows of a CSR, columns of a CSC), in order:
+    ``matrix[lines].indices`` without building the matrix."""
+    pointer = matrix.indptr
+    starts, ends = pointer[lines], pointer[np.asarray(lines) + 1]
+    counts = ends - starts
+    if not counts.sum():
+        return np.zeros(0, dtype=matrix.indices.dtype)
+    # position of every entry: each line's start plus its offset within the line
+    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    found: np.ndarray = matrix.indices[np.repeat(starts, counts) + offsets]
+    return found
+
+
+def _submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_matrix, np.ndarray]:
+    """``csc[:, columns]`` restricted to the rows it touches, and those rows: the arrays
+    scipy's ``sub = csc[:, columns]; sub[np.unique(sub.indices)]`` builds (every entry
+    of each column kept in its stored order, rows renumbered in order), so the LP HiGHS
+    receives is the same, without scipy's general fancy indexing per LP."""
+    pointer = csc.indptr
+    starts = pointer[columns]
+    counts = pointer[columns + 1] - starts
+    total = int(counts.sum())
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    where = np.repeat(starts, counts) + offsets
+    found = csc.indices[where]
+    rows = np.unique(found)
+    indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)
+    np.cumsum(counts, out=indptr[1:])
+    renumbered = np.searchsorted(rows, found).astype(csc.indices.dtype)
+    part = sparse.csc_matrix((csc.data[where], renumbered, indptr), shape=(len(rows), len(columns)))
+    return part, rows
 
 
 def _price(

@@ -68,6 +68,16 @@ def solve_heuristic(
     hidden = set(suppressed) | set(levels)
     c = costs.copy()
     c[list(hidden)] = 0.0
+    # ``hidden`` as a sorted array for the LPs' boxes, rebuilt only when it grew (it
+    # only grows: most deviations reuse cells already withheld)
+    known = (-1, np.zeros(0, dtype=int))
+
+    def hidden_ids() -> np.ndarray:
+        nonlocal known
+        if known[0] != len(hidden):
+            known = (len(hidden), np.fromiter(sorted(hidden), dtype=int, count=len(hidden)))
+        return known[1]
+
     # when most cells are withheld already (a linked view: the never-released common
     # refinement), every restricted LP holds most of the table, built and solved cold
     # each time: one model over the whole table, started from its slack basis, instead
@@ -80,12 +90,22 @@ def solve_heuristic(
                 deviation = whole.solve(p, level if upward else -level, frozenset())
             else:
                 deviation = cheapest_deviation(
-                    problem, c, p, level, upward, hidden=hidden, distant=distant, rounds=_ROUNDS
+                    problem,
+                    c,
+                    p,
+                    level,
+                    upward,
+                    hidden=hidden,
+                    distant=distant,
+                    rounds=_ROUNDS,
+                    hidden_ids=hidden_ids(),
                 )
             if deviation is None and not distant:
                 # the near cells admit none (or the solver gave up on them): every
                 # withheld cell, before calling the cell unprotectable
-                deviation = cheapest_deviation(problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS)
+                deviation = cheapest_deviation(
+                    problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS, hidden_ids=hidden_ids()
+                )
             if deviation is None:
                 # column generation can stop short (phase-1 pricing found no column on
                 # a table where a deviation exists): one LP over every cell but the kept

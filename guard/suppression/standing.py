@@ -206,6 +206,7 @@ class _Feasibility:
         n, m = matrix.shape[1], matrix.shape[0]
         self._least = np.zeros(n, dtype=bool)
         self._least[list(least)] = True
+        self._least_cells = frozenset(int(i) for i in least)  # asked per LP: built once
         self._movable = np.zeros(n, dtype=bool)
         zeros, rows = np.zeros(n), np.zeros(m)
         self._highs = lp_model(matrix, zeros, zeros, zeros, rows, rows)
@@ -213,7 +214,7 @@ class _Feasibility:
 
     def movable(self, avoid: frozenset[int]) -> frozenset[int]:
         """The cells a deviation may move: the least pattern's but ``avoid``."""
-        return frozenset(int(i) for i in np.flatnonzero(self._least)) - avoid
+        return self._least_cells - avoid
 
     def push(self, targets: Mapping[int, float], avoid: frozenset[int]) -> np.ndarray | None:
         """A deviation moving each ``targets`` cell as far towards its move as it can (at

@@ -191,8 +191,9 @@ def _tidy_one_row_at_a_time(search: GroupSearch, auditor: SpanAuditor) -> int:
     small_of = search._classifier(partition, set(), partition.rows)
     atoms = auditor.basis_atoms()
     moved = tried = 0
+    stuck: dict[int, tuple[int, int]] = search.__dict__.setdefault("_reference_stuck", {})
     for position in np.flatnonzero(small_of(atoms)).tolist():
-        last = search._stuck.get(position)
+        last = stuck.get(position)
         if last is not None and last[0] == int(atoms[position]) and auditor.rank < last[1] + 16:
             continue
         if tried == 32:
@@ -204,10 +205,10 @@ def _tidy_one_row_at_a_time(search: GroupSearch, auditor: SpanAuditor) -> int:
         large = candidates[~small_of(candidates)] if candidates.size else candidates
         if large.size:
             auditor.exchange(position, int(large[int(np.argmax(partition.sizes()[large]))]))
-            search._stuck.pop(position, None)
+            stuck.pop(position, None)
             moved += 1
         else:
-            search._stuck[position] = (int(atoms[position]), auditor.rank)
+            stuck[position] = (int(atoms[position]), auditor.rank)
     return moved
 
 
