@@ -289,7 +289,6 @@ def _protect_space(
     prior = tuple(linking.proofs.get(space, ()))
     if standing is not None and open_requirements:
         prior += standing.proofs(table)
-    unasked = open_apart
 
     def solve(requirements: Mapping[Key, ProtectionLevels]) -> SuppressionResult:
         return suppress(
@@ -301,7 +300,7 @@ def _protect_space(
             kept=kept,
             singletons=singletons,
             prior=prior,
-            unasked=unasked,
+            unasked=open_apart,
         )
 
     try:
@@ -310,12 +309,12 @@ def _protect_space(
         except ProtectionUnverified:
             raise
         except ProtectionInfeasible:
-            if not unasked:
+            if not open_apart:
                 raise
             # a cell no answer holds may be narrow already by the earlier releases
             # alone: the answer is held to what it would narrow further
             # (guard.suppression.widest)
-            open_requirements = requirements_within_widest(table, open_requirements, unasked, kept)
+            open_requirements = requirements_within_widest(table, open_requirements, open_apart, kept)
             result = solve(open_requirements)
     except ProtectionUnverified:
         # a budget ran out: say so, rather than claim a recomputation was found

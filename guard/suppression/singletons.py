@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Set
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
@@ -42,7 +44,7 @@ from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.table import Table
 from guard.suppression.widest import within_widest
 
-__all__ = ["EXACT_INSIDER_LIMIT", "protect_singletons", "relation_violations"]
+__all__ = ["EXACT_INSIDER_LIMIT", "insider_reach", "protect_singletons", "relation_violations"]
 
 #: tables up to this many cells get the insider audit of every sensitive cell an
 #: insider's knowledge can reach; larger ones only of the cells sharing a relation with
@@ -61,16 +63,14 @@ def relation_violations(
     knows it, and every singleton nested with it) sees exactly one other withheld cell:
     that cell is recoverable by them. Only cells in ``guarded`` count (None: all); a
     cell nobody asked for and no rule protects may be recovered."""
-    group = same_unit(table, singletons)
-    found = []
-    for r, cells in enumerate(table.relation_cells):
-        withheld = {c for c in cells if c in hidden}
-        for known in {group[c] for c in withheld if c in group}:
-            unknown = withheld - known
-            if len(unknown) == 1 and (guarded is None or not unknown.isdisjoint(guarded)):
-                found.append(r)
-                break
-    return found
+    return _violations(table, hidden, same_unit(table, singletons), guarded)
+
+
+def _violations(
+    table: Table, hidden: Set[int], group: dict[int, frozenset[int]], guarded: Set[int] | None
+) -> list[int]:
+    """:func:`relation_violations` with the singletons' classes already found."""
+    return [r for r, cells in enumerate(table.relation_cells) if _recovered(cells, hidden, group, guarded)]
 
 
 def protect_singletons(
@@ -129,7 +129,7 @@ def _relation_rule(
     group = same_unit(table, singletons)
     settled: set[int] = set()
     while True:
-        broken = [r for r in relation_violations(table, current, singletons, guarded) if r not in settled]
+        broken = [r for r in _violations(table, current, group, guarded) if r not in settled]
         if not broken:
             return current
         r = broken[0]  # one cell at a time: it may mend other relations too
@@ -140,7 +140,7 @@ def _relation_rule(
         recovered = _recovered(table.relation_cells[r], current, group, guarded)
         if recovered and recovered <= unasked:
             # every other cell was published earlier: she recovers it from the earlier
-            # releases alone, whatever this pattern withholds (see guarded.widest)
+            # releases alone, whatever this pattern withholds (see guard.suppression.widest)
             settled.add(r)
             continue
         raise ProtectionInfeasible(
@@ -152,8 +152,8 @@ def _relation_rule(
 def _recovered(
     cells: Iterable[int], hidden: Set[int], group: dict[int, frozenset[int]], guarded: Set[int] | None
 ) -> set[int]:
-    """The withheld cells of one relation that the contributor of a withheld singleton
-    in it recovers (it is the only other withheld cell), as relation_violations finds."""
+    """The withheld cells of one relation (guarded ones, unless ``guarded`` is None) that
+    the contributor of a withheld singleton in it recovers: the only other withheld cell."""
     withheld = {c for c in cells if c in hidden}
     found: set[int] = set()
     for known in {group[c] for c in withheld if c in group}:
@@ -177,7 +177,7 @@ def _insider_audit(
     links = _links(table)
     whole = len(table) <= EXACT_INSIDER_LIMIT
     insiders = sorted({group[c] for c in current if c in group}, key=min)
-    around = _reaches(table, current) if whole else None
+    around = insider_reach(table, current) if whole else None
     reach = {
         known: (around(known) if around is not None else _next_to(table, links, known)) - known
         for known in insiders
@@ -248,35 +248,28 @@ def _prove_against_insiders(
         prover.proven(p, levels[p], [g for g in insiders if g != own and p in reach[g]])
 
 
-def _reaches(table: Table, hidden: Set[int]) -> Callable[[frozenset[int]], set[int]]:
-    """``reach(start)``: the cells an insider's knowledge of ``start`` can move, those
-    linked to it through relations, walking on withheld cells (a published cell is
-    fixed for everyone already): every cell of a relation that holds a withheld cell
-    connected to ``start``. The withheld cells' connected parts are found once, so each
-    insider costs the size of her answer, not a walk over the table."""
-    parent = {c: c for c in hidden}
-
-    def root(c: int) -> int:
-        while parent[c] != c:
-            parent[c] = parent[parent[c]]
-            c = parent[c]
-        return c
-
+def insider_reach(table: Table, hidden: Set[int]) -> Callable[[frozenset[int]], set[int]]:
+    """``reach(start)``: the cells an insider's knowledge of ``start`` (withheld cells)
+    can move, those linked to it through relations, walking on withheld cells (a
+    published cell is fixed for everyone already): every cell of a relation that holds
+    a withheld cell connected to ``start``. The connected parts of the graph of
+    relations and their withheld cells are found once (scipy), so each insider costs the
+    size of her answer, not a walk over the table."""
     cells = table.relation_cells
-    withheld = [[c for c in members if c in parent] for members in cells]
-    for inside in withheld:
-        for c in inside[1:]:
-            a, b = root(inside[0]), root(c)
-            if a != b:
-                parent[b] = a
+    m = len(cells)
+    edges = [(r, m + c) for r, members in enumerate(cells) for c in members if c in hidden]
+    rows = np.fromiter((e[0] for e in edges), dtype=np.int64, count=len(edges))
+    columns = np.fromiter((e[1] for e in edges), dtype=np.int64, count=len(edges))
+    size = m + len(table)
+    graph = csr_matrix((np.ones(len(edges)), (rows, columns)), shape=(size, size))
+    _, label = connected_components(graph, directed=False)
     around: dict[int, set[int]] = {}
-    for r, inside in enumerate(withheld):
-        if inside:
-            around.setdefault(root(inside[0]), set()).update(cells[r])
+    for r in np.unique(rows).tolist():
+        around.setdefault(int(label[r]), set()).update(cells[r])
 
     def reach(start: frozenset[int]) -> set[int]:
         found = set(start)
-        for part in {root(c) for c in start if c in parent}:
+        for part in {int(label[m + c]) for c in start if c in hidden}:
             found |= around.get(part, set())
         return found
 

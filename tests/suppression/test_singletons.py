@@ -23,7 +23,7 @@ from guard.suppression import (
     failures,
     suppress,
 )
-from guard.suppression.singletons import relation_violations
+from guard.suppression.singletons import insider_reach, relation_violations
 
 EXACT = SuppressionOptions(perturbation=0.0)
 
@@ -225,3 +225,26 @@ def test_insiders_proven_by_deviations_hold_against_an_independent_lp() -> None:
             assert high >= a + level.upper - 1e-6, (insider, cell)
             # a total holding the insider's own cell: she learns nothing below it
             assert low <= a - level.lower + 1e-6, (insider, cell)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_insiders_reach_is_the_walk_over_withheld_cells(seed: int) -> None:
+    """The cells an insider's knowledge can move, against a walk written here: from her
+    cells, through every relation of a withheld cell reached, to all its cells."""
+    rng = random.Random(seed)
+    values = [[float(rng.randint(1, 50)) for _ in range(5)] for _ in range(4)]
+    table = _grid(values)
+    hidden = {i for i in range(len(table)) if rng.random() < 0.5}
+    reach = insider_reach(table, hidden)
+    for start in rng.sample(sorted(hidden), min(5, len(hidden))):
+        seen, stack = {start}, [start]
+        while stack:
+            cell = stack.pop()
+            for cells in table.relation_cells:
+                if cell in cells:
+                    for other in cells:
+                        if other not in seen:
+                            seen.add(other)
+                            if other in hidden:
+                                stack.append(other)
+        assert reach(frozenset({start})) == seen
