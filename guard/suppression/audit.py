@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
+from scipy.sparse.csgraph import connected_components
 
 from guard.suppression.model import ProtectionLevels, required_levels
 from guard.suppression.table import K, Key, Table
@@ -120,32 +121,20 @@ def linked_suppressed(releases: Iterable[tuple[Table, Iterable[Key]]]) -> frozen
 
 def _components(table: Table, hidden: list[int]) -> list[tuple[list[int], list[int]]]:
     """Withheld cells grouped by the relations that link them, each with the relations
-    that touch it (a relation's withheld cells all fall in one group)."""
-    parent = {i: i for i in hidden}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    matrix = table.matrix
-    touching: list[tuple[int, int]] = []
-    for r in range(matrix.shape[0]):
-        cols = matrix.indices[matrix.indptr[r] : matrix.indptr[r + 1]]
-        inside = [int(c) for c in cols if int(c) in parent]
-        if inside:
-            touching.append((r, inside[0]))
-            root = find(inside[0])
-            for c in inside[1:]:
-                other = find(c)
-                if other != root:
-                    parent[other] = root
+    that touch it (a relation's withheld cells all fall in one group): the connected
+    parts (scipy) of the graph of relations and their withheld cells. Groups come in the
+    order of their first cell in ``hidden``, relations in their order in the table, so
+    the LPs are built the same way every time."""
+    linked = table.matrix[:, hidden].tocsr()
+    linked.data = np.ones_like(linked.data)
+    m = linked.shape[0]
+    graph = sparse.bmat([[None, linked], [linked.T, None]], format="csr")
+    _, label = connected_components(graph, directed=False)
     groups: dict[int, tuple[list[int], list[int]]] = {}
-    for i in hidden:
-        groups.setdefault(find(i), ([], []))[0].append(i)
-    for r, cell in touching:
-        groups[find(cell)][1].append(r)
+    for j, i in enumerate(hidden):
+        groups.setdefault(int(label[m + j]), ([], []))[0].append(i)
+    for r in np.flatnonzero(np.diff(linked.indptr)).tolist():
+        groups[int(label[r])][1].append(r)
     return list(groups.values())
 
 

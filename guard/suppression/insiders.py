@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from guard.suppression.certificates import Certificates
 from guard.suppression.smallest import SmallestDeviation
@@ -144,24 +146,21 @@ def _holds(total: Key, member: Key) -> bool:
 def same_unit(table: Table, singletons: Set[int]) -> dict[int, frozenset[int]]:
     """Each singleton's class of singletons that surely share its one contributor: a
     total and a member that are both singletons (the member's rows lie in the total,
-    which has one contributor). Disjoint singletons are taken to be different people,
-    which can only protect more."""
-    parent = {c: c for c in singletons}
-
-    def root(c: int) -> int:
-        while parent[c] != c:
-            parent[c] = parent[parent[c]]
-            c = parent[c]
-        return c
-
-    for relation in table.relations:
-        total = table.index(relation.total)
-        if total not in parent:
-            continue
-        for member in (table.index(k) for k in relation.members):
-            if member in parent:
-                parent[root(member)] = root(total)
+    which has one contributor), joined transitively (scipy's connected parts). Disjoint
+    singletons are taken to be different people, which can only protect more."""
+    edges = [
+        (table.index(relation.total), member)
+        for relation in table.relations
+        if table.index(relation.total) in singletons
+        for member in (table.index(k) for k in relation.members)
+        if member in singletons
+    ]
+    n = len(table)
+    rows = np.fromiter((e[0] for e in edges), dtype=np.int64, count=len(edges))
+    columns = np.fromiter((e[1] for e in edges), dtype=np.int64, count=len(edges))
+    graph = csr_matrix((np.ones(len(edges)), (rows, columns)), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
     classes: dict[int, set[int]] = {}
     for c in singletons:
-        classes.setdefault(root(c), set()).add(c)
-    return {c: frozenset(classes[root(c)]) for c in singletons}
+        classes.setdefault(int(label[c]), set()).add(c)
+    return {c: frozenset(classes[int(label[c])]) for c in singletons}

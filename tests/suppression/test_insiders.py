@@ -15,6 +15,7 @@ from scipy.optimize import linprog
 
 import guard.suppression.standing as standing_module
 from guard.suppression import TOTAL, Key, Protection, Table
+from guard.suppression.insiders import same_unit
 from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.standing import prove_standing
 
@@ -148,3 +149,29 @@ def test_an_earlier_answers_proofs_prove_again_only_where_they_still_hold() -> N
     later = prove_standing(table, requirements, inner - {published}, prior=first.proofs(table))
     assert all(published not in proof for proof in later.proofs(table))
     assert later.solved > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_insiders_sharing_one_contributor_are_joined_as_a_walk_over_totals_finds(seed: int) -> None:
+    """A singleton total and a singleton member share their one contributor, and so do
+    the ends of a chain of such pairs: the classes against a walk written here."""
+    rng = np.random.default_rng(seed)
+    table = _grid(rng.integers(1, 30, size=(4, 5)))
+    singletons = {i for i in range(len(table)) if rng.random() < 0.5}
+    pairs = [
+        (table.index(relation.total), table.index(member))
+        for relation in table.relations
+        for member in relation.members
+    ]
+    got = same_unit(table, singletons)
+    for start in singletons:
+        seen, stack = {start}, [start]
+        while stack:
+            cell = stack.pop()
+            for total, member in pairs:
+                if total in singletons and member in singletons and cell in (total, member):
+                    other = member if cell == total else total
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
+        assert got[start] == frozenset(seen)

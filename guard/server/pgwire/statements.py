@@ -24,7 +24,7 @@ from sqlglot.errors import TokenError
 from guard.server.pgwire import sqlstate
 from guard.server.pgwire.sqlstate import SqlError
 
-__all__ = ["Kind", "Statement", "classify", "postgres_tokens", "quote_keyword_labels", "split"]
+__all__ = ["Kind", "Statement", "classify", "is_blank", "postgres_tokens", "quote_keyword_labels", "split"]
 
 
 class Kind(Enum):
@@ -73,7 +73,7 @@ def split(text: str) -> list[str]:
     Text the tokenizer cannot read (an unterminated quote) is one statement: whoever
     answers it reports the error.
     """
-    if ";" not in text and not _is_blank(text):
+    if ";" not in text and not is_blank(text):
         # no semicolon, so no piece to cut, and not blank: one statement whether it
         # tokenizes or not (tokenizing it here, on the event loop, cost ~0.1 ms a query)
         return [text]
@@ -87,7 +87,7 @@ def split(text: str) -> list[str]:
             pieces.append(text[start : token.start])
             start = token.end + 1
     pieces.append(text[start:])
-    return [p for p in pieces if not _is_blank(p)]
+    return [p for p in pieces if not is_blank(p)]
 
 
 def postgres_tokens(text: str) -> Sequence[Token]:
@@ -129,7 +129,9 @@ def quote_keyword_labels(text: str) -> str | None:
 _LABEL_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING)
 
 
-def _is_blank(text: str) -> bool:
+def is_blank(text: str) -> bool:
+    """Whether ``text`` holds nothing but whitespace and comments (an empty statement,
+    which a client may send between semicolons)."""
     return not _strip_comments(text).strip()
 
 

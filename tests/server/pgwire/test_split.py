@@ -25,7 +25,7 @@ def _split_by_tokens(text: str) -> list[str]:
             pieces.append(text[start : token.start])
             start = token.end + 1
     pieces.append(text[start:])
-    return [p for p in pieces if not statements._is_blank(p)]
+    return [p for p in pieces if not statements.is_blank(p)]
 
 
 @pytest.mark.parametrize(
