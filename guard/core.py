@@ -33,6 +33,7 @@ from guard.protection.explain import Explanation, explain_decision
 from guard.protection.finest import finest_flagged
 from guard.protection.linking import Linker
 from guard.protection.patterns import PatternCache
+from guard.protection.screened import screened_releases
 from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
@@ -265,11 +266,12 @@ class Guard:
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
-            releases = self.linker.new_releases(decision.releases, info, who.name)
+            statuses = screened_releases(decision, front.shape, screened.withheld)
+            releases = self.linker.new_releases(statuses, info, who.name)
             # 7 queued in decision order, committed below with the records queued meanwhile; the
             # next decision sees these releases (if the commit fails, it is only stricter)
             pending = self.recorder.answer_queued(request.facts(), result, releases, screened.write)
-            self.linker.committed(decision.releases, info, who.name, decision.proofs)
+            self.linker.committed(statuses, info, who.name, decision.proofs)
         request.log_id = self.store.wait(pending)  # nothing leaves before its record is durable
         return result  # 8 answer
 

@@ -92,6 +92,8 @@ def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:
     k, full = protection.min_query_set_size, protection.allow_full_population
     if reason.kind is WithheldKind.SECONDARY:
         return REFUSED_LINKED
+    if reason.kind is WithheldKind.HISTORY:
+        return _REFUSED_HISTORY
     if reason.rule.startswith(qss.NAME):
         return qss.refusal_reason(grid.cells[0][0], k, full)
     return (
@@ -129,10 +131,12 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
     k = protection.min_query_set_size
     size_rule = f"{qss.NAME}(k={k})"
     by_rule: dict[str, int] = {}
-    secondary = 0
+    secondary = audited = 0
     for why in withheld.values():
         if why.kind is WithheldKind.SECONDARY:
             secondary += 1
+        elif why.kind is WithheldKind.HISTORY:
+            audited += 1
         else:
             by_rule[why.rule] = by_rule.get(why.rule, 0) + 1
     notes = []
@@ -153,6 +157,12 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
             f"sensitive cell can be recomputed from the released cells and totals "
             f"(method: {', '.join(methods)})"
         )
+    if audited:
+        notes.append(
+            f"{audited} of {total} cells withheld by the exact history audit, as when they were asked "
+            "before: with the answers already given, they would reveal a total that the sensitivity "
+            "rules protect"
+        )
     # only this answer's cells: counting never-released cells would say something about them
     audited = sum(len(r.requirements.keys() & r.current) for r in decision.reports if r.table is not None)
     if audited:
@@ -162,6 +172,12 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
         )
     return notes
 
+
+_REFUSED_HISTORY = (
+    "refused by the exact history audit, as when this was asked before: with the answers already "
+    "given, this value would reveal a total that the sensitivity rules protect. Ask about groups that "
+    "differ from earlier questions, or group by fewer dimensions"
+)
 
 #: how a pattern was chosen, in the note (SpaceReport.method)
 _METHOD_WORDS = {

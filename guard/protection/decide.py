@@ -89,6 +89,9 @@ class WithheldKind(Enum):
     PRIMARY = "primary"
     #: complementary: withheld so that no sensitive cell can be recomputed
     SECONDARY = "secondary"
+    #: withheld by the exact history audit when it was answered before (the audit, which
+    #: runs after this stage, withholds the cells of a new answer itself)
+    HISTORY = "history"
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class SpaceReport:
     earlier: frozenset[Key] = frozenset()
     #: the deviations that prove the pattern (kept for the next linked answer)
     proofs: tuple[Mapping[Key, float], ...] = field(default=(), repr=False)
+    #: cells of the answer the history audit withheld when they were answered before
+    audited: frozenset[Key] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,8 @@ class Decision:
     reports: list[SpaceReport]
     #: the grid row behind each row of the answer (after ORDER BY / LIMIT / OFFSET)
     order: tuple[int, ...] = ()
+    #: each grid row's cell key (the same in every space)
+    keys: tuple[Key, ...] = ()
 
     @property
     def proofs(self) -> dict[str, tuple[Mapping[Key, float], ...]]:
@@ -159,6 +166,8 @@ def decide(
         verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
         report = _protect_space(space, current, verdicts, history, linking, protection, explain)
+        audited = frozenset(k for k in current if history.get(k) is ReleaseStatus.WITHHELD_BY_HISTORY)
+        report = replace(report, audited=audited & report.suppressed)
         reports.append(report)
         status: dict[Key, ReleaseStatus] = {}
         for r, key in enumerate(keys):
@@ -167,16 +176,17 @@ def decide(
             if not hidden:
                 continue
             verdict = verdicts[key]
-            reason = (
-                Withheld(WithheldKind.PRIMARY, verdict.rule)
-                if verdict.sensitive
-                else Withheld(WithheldKind.SECONDARY)
-            )
+            if verdict.sensitive:
+                reason = Withheld(WithheldKind.PRIMARY, verdict.rule)
+            elif key in report.audited:  # stays the history audit's, for the notes and the next answer
+                reason, status[key] = Withheld(WithheldKind.HISTORY), ReleaseStatus.WITHHELD_BY_HISTORY
+            else:
+                reason = Withheld(WithheldKind.SECONDARY)
             for a in members:
                 withheld[(r, a)] = reason
         if linked:
             releases[space] = status
-    return Decision(withheld, releases, reports)
+    return Decision(withheld, releases, reports, keys=tuple(keys))
 
 
 def value_aggregates(shape: QueryShape) -> dict[str, tuple[int, list[int]]]:
@@ -209,7 +219,7 @@ def _protect_space(
     if replay and current and all(k in history for k in current):
         # every cell was released before (a repeated or re-phrased query): the earlier
         # decisions stand, and publishing nothing new cannot weaken them
-        withheld = frozenset(k for k in current if history[k] == ReleaseStatus.WITHHELD)
+        withheld = frozenset(k for k in current if history[k] is not ReleaseStatus.PUBLISHED)
         if sensitive_now <= withheld:
             replayed = SpaceReport(space, None, withheld, verdicts, frozenset(current), "replayed", True)
             if not explain:
@@ -233,7 +243,7 @@ def _protect_space(
     others = {k: judge(component[k], space, protection) for k in component if k not in current}
     requirements = {k: v for k, v in {**verdicts, **others}.items() if v.sensitive}
     kept = {k for k in component if history.get(k) == ReleaseStatus.PUBLISHED}
-    forced = {k for k in component if history.get(k) == ReleaseStatus.WITHHELD or k not in current} - kept
+    forced = {k for k in component if k in history or k not in current} - kept
     if any(k in kept for k in requirements):
         # published earlier under other settings: it cannot be withdrawn now
         raise QueryRefused(REFUSED_LINKED)

@@ -23,7 +23,8 @@ __all__ = ["ExplainedCell", "Explanation", "explain_decision"]
 class ExplainedCell:
     """One withheld (or sensitive) cell of the protection problem.
 
-    ``status``: "primary: <rules>", "secondary", or for cells outside this answer
+    ``status``: "primary: <rules>", "secondary", "history audit" (withheld by the exact
+    history audit when it was answered before), or for cells outside this answer
     "withheld earlier" / "never released". ``width`` is the feasibility interval's
     width (``inf`` when unbounded); ``required`` the protection interval's width
     (lower + upper level; None for a cell that needs none); ``meets`` whether the
@@ -137,6 +138,8 @@ def _status(report: SpaceReport, key: object) -> str:
         return origin if verdict is None or not verdict.sensitive else f"{origin}; sensitive: {verdict.rule}"
     if verdict is not None and verdict.sensitive:
         return f"primary: {verdict.rule}"
+    if key in report.audited:
+        return "history audit"
     return "secondary"
 
 

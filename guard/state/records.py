@@ -46,7 +46,11 @@ class ReleaseStatus(Enum):
     """What became of one cell key of an answer, for the linked-table history."""
 
     PUBLISHED = "published"
+    #: withheld by the cell suppression (a rule or a complementary cell)
     WITHHELD = "withheld"
+    #: published by the cell suppression, withheld by the exact history audit: unknown
+    #: to the analyst like any withheld cell, and withheld again for the same reason
+    WITHHELD_BY_HISTORY = "withheld-by-history"
 
 
 @dataclass(frozen=True)

@@ -294,10 +294,11 @@ class StateStore:
     ) -> list[tuple[str, str, ReleaseStatus]]:
         """(space, cell key, status) of every cell released on ``table`` at ``data_version``,
         to ``analyst`` only or (None) to anyone; a cell published to anyone in scope
-        counts as published."""
+        counts as published, one withheld by the suppression to anyone as withheld by it."""
         query = (
             "SELECT space, cell_key, CASE WHEN bool_or(status = 'published') THEN 'published' "
-            "ELSE 'withheld' END FROM released_cells WHERE data_version = ? AND table_name = ?"
+            "WHEN bool_or(status = 'withheld') THEN 'withheld' ELSE 'withheld-by-history' END "
+            "FROM released_cells WHERE data_version = ? AND table_name = ?"
         )
         params: list[Any] = [data_version, table]
         if analyst is not None:
