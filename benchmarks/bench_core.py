@@ -578,6 +578,7 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
     from guard.cells import cells_from_result
     from guard.plan.rewrite import rewrite
     from guard.protection.answer import protect
+    from guard.protection.decide import with_sums
     from guard.query.analyze import analyze
     from guard.query.parse import parse
     from guard.query.validate import validate
@@ -589,7 +590,7 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
     visible = visible_tables(g)
     select, table = validate(tree, visible)
     info = backend.table_info(table.name)
-    shape = analyze(select, table, info.types, policy.limits)
+    shape = with_sums(analyze(select, table, info.types, policy.limits))  # as the guard measures it
     plan = rewrite(shape, info, depth)
     text = backend.sql(plan.query)
     result_set = backend.execute(plan.query)
@@ -657,7 +658,7 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     from guard.backends.base import plain_rows
     from guard.cells import cells_from_result
     from guard.plan.rewrite import rewrite
-    from guard.protection.decide import decide
+    from guard.protection.decide import decide, with_sums
     from guard.protection.linking import standalone
     from guard.query.analyze import analyze
     from guard.query.parse import parse
@@ -667,7 +668,7 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     depth = guard_depth(g)
     select, table = validate(parse(sql, policy.limits), visible_tables(g))
     info = backend.table_info(table.name)
-    shape = analyze(select, table, info.types, policy.limits)
+    shape = with_sums(analyze(select, table, info.types, policy.limits))  # as the guard measures it
     plan = rewrite(shape, info, depth)
     text = backend.sql(plan.query)
     cursor = backend._cursor()  # type: ignore[attr-defined]

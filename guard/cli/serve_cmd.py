@@ -24,7 +24,7 @@ from guard.core import Guard
 from guard.policy.credentials import DEFAULT_ITERATIONS, make_verifier
 from guard.server.limits import ServeLimits, option_name
 from guard.server.listen import is_loopback, tls_context
-from guard.server.serve import Endpoints
+from guard.server.serve import Endpoints, freeze_start_up
 from guard.server.serve import serve as serve_endpoints
 from guard.server.serverlog import server_logging
 from guard.server.throttle import ThrottleSettings
@@ -166,6 +166,7 @@ def _serve(
     with Guard.open(policy, state=state, backend=backend) as guard:
         # the first analyst's answer on each table should not pay for building its audit state
         guard.prepare()
+        freeze_start_up()
         if not any(a.password is not None for a in guard.policy.analysts):
             _note(
                 f"warning: no analyst of {guard.policy.path.name} has a password, so nobody can log in: "
