@@ -10,6 +10,10 @@ no pattern could hide her from a total nobody had seen. The oracle is an LP writ
 here over the finest cells (region x sex x job) with every published cell fixed; the
 same LP over the cells published with the two tables asked without protection shows
 the recomputation is real.
+
+With the history audit off, the first table is released whole and caps her income: the
+second is then answered through the decision's retry with her levels capped at the
+widest interval the first left (guard.suppression.widest), and refused without it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import yaml
 from scipy.optimize import linprog
 
 from guard import Guard
+from guard.errors import GuardError
 
 REGIONS, SEXES, JOBS = ("r0", "r1", "r2"), ("s0", "s1"), ("j0", "j1", "j2", "j9")
 RICH = 50_000_000.0
@@ -74,29 +79,37 @@ def _published(rows: list[list[object]], flags: list[list[str]]) -> dict[tuple[o
     }
 
 
-def _rich_interval(data: pd.DataFrame, first: dict, second: dict) -> tuple[float, float]:
-    """Her cell's (r0, s0, j9) interval over the finest cells (each between 0 and its
-    count times the declared upper bound), every published cell of both tables fixed."""
+def _finest_interval(
+    data: pd.DataFrame, tables: list[tuple[dict, int]], cells: list[tuple[str, str, str]]
+) -> tuple[float, float]:
+    """The interval of the sum of ``cells`` over the finest cells (region x sex x job,
+    each between 0 and its count times the declared upper bound), every published cell of
+    ``tables`` fixed (each with the position of its second dimension in a finest cell)."""
     finest = list(itertools.product(REGIONS, SEXES, JOBS))
     counts = data.groupby(["region", "sex", "job"]).size()
     bounds = [(0.0, float(counts.get(cell, 0)) * UPPER) for cell in finest]
     rows, rhs = [], []
-    for published, position in ((first, 1), (second, 2)):
+    for published, position in tables:
         for (region, other), value in published.items():
-            row = [
-                1.0
-                if (region is None or cell[0] == region) and (other is None or cell[position] == other)
-                else 0.0
-                for cell in finest
-            ]
-            rows.append(row)
+            rows.append(
+                [
+                    1.0
+                    if (region is None or cell[0] == region) and (other is None or cell[position] == other)
+                    else 0.0
+                    for cell in finest
+                ]
+            )
             rhs.append(value)
-    target = np.zeros(len(finest))
-    target[finest.index(("r0", "s0", "j9"))] = 1.0
-    low = linprog(target, A_eq=rows, b_eq=rhs, bounds=bounds, method="highs")
-    high = linprog(-target, A_eq=rows, b_eq=rhs, bounds=bounds, method="highs")
+    target = np.array([1.0 if cell in cells else 0.0 for cell in finest])
+    low = linprog(target, A_eq=rows or None, b_eq=rhs or None, bounds=bounds, method="highs")
+    high = linprog(-target, A_eq=rows or None, b_eq=rhs or None, bounds=bounds, method="highs")
     assert low.status == 0 and high.status == 0
     return float(low.fun), float(-high.fun)
+
+
+def _rich_interval(data: pd.DataFrame, first: dict, second: dict) -> tuple[float, float]:
+    """Her cell's (r0, s0, j9) interval, every published cell of both tables fixed."""
+    return _finest_interval(data, [(first, 1), (second, 2)], [("r0", "s0", "j9")])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -147,3 +160,47 @@ def test_a_repeat_withholds_them_again_as_the_history_audits_and_explain_says_so
     with Guard.open(path, state=tmp_path / "state") as guard:
         assert guard.query(FIRST, "analyst").flags == first.flags
         assert guard.query(SECOND, "analyst").rows
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_with_the_history_audit_off_a_cell_the_first_table_narrowed_is_capped_not_refused(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the history audit the region x sex table is released whole: it caps her
+    income at her group's sum, narrower than her cell's levels. Her cell is in no answer,
+    so the region x job table is held to what the first left her (her levels capped at
+    the widest interval, guard.suppression.widest) instead of refused; three colleagues
+    in her job (sex s1) keep the table's own cell protectable. The answer must neither
+    narrow her cell further nor leave its own sensitive cell short of its levels; without
+    the cap it is refused."""
+    data = _data(seed)
+    for i in (1, 3, 4):
+        data.loc[i, ["region", "sex", "job", "income"]] = ["r0", "s1", "j9", 3_000_000.0 + i]
+    data.loc[2, ["region", "sex", "job", "income"]] = ["r0", "s1", "j0", 20_000_000.0]
+    path = _policy(tmp_path, data)
+    policy = yaml.safe_load(path.read_text())
+    policy["protection"]["history"] = {"audit": "off"}
+    path.write_text(yaml.safe_dump(policy))
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        first = guard.query(FIRST, "analyst")
+        second = guard.query(SECOND, "analyst")
+    shown = _published(first.rows, first.flags)
+    assert len(shown) == 12  # the first table is released whole
+    her = [("r0", "s0", "j9")]
+    widest = _finest_interval(data, [(shown, 1)], her)
+    assert widest[1] < RICH + 0.1 * RICH  # the first table alone narrows her from above
+    both = [(shown, 1), (_published(second.rows, second.flags), 2)]
+    low, high = _finest_interval(data, both, her)
+    assert high >= widest[1] - 1e-3 and low <= RICH - 0.1 * RICH
+    job = [("r0", s, "j9") for s in SEXES]
+    value = float(data[(data.region == "r0") & (data.job == "j9")].income.sum())
+    low, high = _finest_interval(data, both, job)
+    assert low <= 0.9 * value + 1e-3 and high >= 1.1 * value - 1e-3
+
+    import guard.protection.decide as decide_module
+
+    monkeypatch.setattr(decide_module, "requirements_within_widest", lambda table, levels, *_: levels)
+    with Guard.open(path, state=tmp_path / "uncapped") as guard:
+        guard.query(FIRST, "analyst")
+        with pytest.raises(GuardError):
+            guard.query(SECOND, "analyst")
