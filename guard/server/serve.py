@@ -51,6 +51,7 @@ def freeze_start_up() -> None:
     gc.collect()  # no garbage cycle is frozen in
     gc.freeze()
 
+
 log = logging.getLogger(__name__)
 
 
