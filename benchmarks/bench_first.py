@@ -14,15 +14,19 @@ query: first, repeat and raw milliseconds, first / repeat, cells withheld, or th
 refusal. Like ``guard serve``, the guard is prepared (``Guard.prepare``: finest cells,
 row identities, the rules' verdicts) before the first question, timed apart, and what
 is alive then is left out of the garbage collector's full passes
-(``guard.server.serve.freeze_start_up``); ``--cold`` skips the preparation. The target (issue 17): first at most 3x repeat for every query. One pass: a
-first answer cannot be repeated, so these are single timings (run it on a quiet machine
-and compare runs, not single queries). Exit status 0 always: this is a measurement.
+(``guard.server.serve.freeze_start_up``; ``--no-freeze`` skips that, ``--gc`` prints
+the collections' milliseconds inside each first answer); ``--cold`` skips the
+preparation. The target (issue 17): first at most 3x repeat for every query. One pass:
+a first answer cannot be repeated, so these are single timings (run it on a quiet
+machine and compare runs, not single queries). Exit status 0 always: this is a
+measurement.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import statistics
 import sys
 import tempfile
@@ -47,6 +51,20 @@ def _timed(call: object) -> tuple[float, object]:
     return (time.perf_counter() - start) * 1000, out
 
 
+class _Collections:
+    """Milliseconds the garbage collector has spent since it was installed."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started = 0.0
+
+    def observe(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.spent += 1000 * (time.perf_counter() - self._started)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -58,21 +76,28 @@ def main(argv: list[str] | None = None) -> int:
         "--cold", action="store_true", help="skip Guard.prepare(): the first answer builds the audit state"
     )
     parser.add_argument("--profile", type=Path, help="write a cProfile of the first answers here")
+    parser.add_argument("--no-freeze", action="store_true", help="leave start-up objects to the collector")
+    parser.add_argument("--gc", action="store_true", help="print collections' ms inside each first answer")
     args = parser.parse_args(argv)
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
     raw = bench_core.open_raw(data.parquet)
     profile = cProfile.Profile() if args.profile else None
     ratios: list[float] = []
+    collector = _Collections()
+    if args.gc:
+        gc.callbacks.append(collector.observe)
     print(f"{'query':6} {'first ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}  withheld")
     with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
         if not args.cold:
             started = time.perf_counter()
             guard.prepare()  # what `guard serve` does before it accepts connections
-            freeze_start_up()  # and this too
+            if not args.no_freeze:
+                freeze_start_up()  # and this too
             print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
         for qid, sql in bench_core.QUERIES:
             if profile is not None:
                 profile.enable()
+            collecting = collector.spent
             first, answer = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
             if profile is not None:
                 profile.disable()
@@ -85,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
                 shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
             ratio = first / repeat if repeat > 0 else float("inf")
             ratios.append(ratio)
-            print(f"{qid:6} {first:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}", flush=True)
+            spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
+            line = f"{qid:6} {first:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}{spent}"
+            print(line, flush=True)
     print(
         f"first / repeat: median {statistics.median(ratios):.1f}, max {max(ratios):.1f}; "
         f"queries within 3x: {sum(r <= 3 for r in ratios)} of {len(ratios)}"
