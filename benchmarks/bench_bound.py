@@ -111,14 +111,18 @@ class _Separator:
         # the cut with the uncapped rooms (or --cap's), valid for every pattern
         up, down = self.rooms(p, upward, level, capped=False)
         with np.errstate(invalid="ignore"):
-            g = np.where(r < 0, up * np.maximum(-r, 0.0), 0.0) + np.where(r > 0, down * np.maximum(r, 0.0), 0.0)
+            g = np.where(r < 0, up * np.maximum(-r, 0.0), 0.0) + np.where(
+                r > 0, down * np.maximum(r, 0.0), 0.0
+            )
         g = np.minimum(g, level)
         if g @ y < level * (1 - 1e-6):
             return False, g
         return sign * d[p] >= level * (1 - _TOL), None
 
 
-def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, out: Path, milp_round: float) -> None:
+def bound(
+    shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, out: Path, milp_round: float
+) -> None:
     begin = time.perf_counter()
     case = make_case(shape, seed)
     table = case.table
@@ -127,7 +131,12 @@ def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, 
     n = len(table)
 
     def emit(event: dict[str, Any]) -> None:
-        event = {"case": "x".join(map(str, shape)), "seed": seed, "t": round(time.perf_counter() - begin, 1), **event}
+        event = {
+            "case": "x".join(map(str, shape)),
+            "seed": seed,
+            "t": round(time.perf_counter() - begin, 1),
+            **event,
+        }
         with out.open("a") as f:
             f.write(json.dumps(event) + "\n")
         print(json.dumps(event), flush=True)
@@ -136,7 +145,9 @@ def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, 
     result = suppress(table, case.requirements, options=SuppressionOptions(weight=Weight.COUNT), seed=seed)
     guard = frozenset(table.index(k) for k in result.suppressed)
     ok = not failures(table, result.suppressed, case.requirements)
-    emit({"event": "guard", "cells": len(guard), "audit_ok": ok, "seconds": round(time.perf_counter() - g0, 1)})
+    emit(
+        {"event": "guard", "cells": len(guard), "audit_ok": ok, "seconds": round(time.perf_counter() - g0, 1)}
+    )
     best = len(guard) if ok else np.inf
     best_pattern = sorted(guard)
 
@@ -171,7 +182,9 @@ def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, 
     while time.perf_counter() - begin < seconds:
         # LP rounds: cheap cuts at fractional points, until they stop raising the bound
         if integral:
-            master.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kContinuous))
+            master.changeColsIntegrality(
+                n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kContinuous)
+            )
             integral = False
         trail: list[float] = []
         while time.perf_counter() - begin < seconds:
@@ -187,7 +200,9 @@ def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, 
                 break
         emit({"event": "lp", "bound": round(lower, 3), "kind": kind, "cuts": cuts, "lps": sep.lps})
         # the master MILP
-        master.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger))
+        master.changeColsIntegrality(
+            n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger)
+        )
         integral = True
         left = seconds - (time.perf_counter() - begin)
         if left <= 1:
@@ -250,17 +265,22 @@ def bound(shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, 
             "cuts": cuts,
             "lps": sep.lps,
             "cap": cap,
+            "best_pattern": best_pattern,
         }
     )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--case", required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--minutes", type=float, default=18.0)
     parser.add_argument("--milp-round", type=float, default=240.0, help="seconds per master MILP solve")
-    parser.add_argument("--cap", type=float, default=None, help="cap rooms at cap x level (default: the audit's model)")
+    parser.add_argument(
+        "--cap", type=float, default=None, help="cap rooms at cap x level (default: the audit's model)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     shape = tuple(int(x) for x in args.case.split("x"))
