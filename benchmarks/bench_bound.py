@@ -49,6 +49,8 @@ from guard.suppression.model import level_blocks
 from guard.suppression.table import Table
 
 _TOL = 1e-7
+#: seconds per attacker LP and per master LP relaxation
+_LP_SECONDS = 60.0
 
 
 class _Separator:
@@ -68,6 +70,7 @@ class _Separator:
         self.highs = lp_model(matrix, zeros, zeros, zeros, rows, rows)
         self.all = np.arange(self.n, dtype=np.int32)
         self.lps = 0
+        self.failed = 0
 
     def rooms(self, p: int, upward: bool, level: float, capped: bool) -> tuple[np.ndarray, np.ndarray]:
         up, down = self.up.copy(), self.down.copy()
@@ -95,13 +98,18 @@ class _Separator:
         h = self.highs
         h.changeColsCost(self.n, self.all, cost)
         h.changeColsBounds(self.n, self.all, lo, hi)
+        # bounded in time (one LP ran for minutes on a 6 x 6 x 6 table at load 9): a
+        # level whose LP fails is neither reached nor cut (the bound only weakens)
+        h.setOptionValue("time_limit", float(h.getRunTime()) + _LP_SECONDS)
         h.run()
         self.lps += 1
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             h.clearSolver()
+            h.setOptionValue("time_limit", float(h.getRunTime()) + _LP_SECONDS)
             h.run()
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                raise RuntimeError(f"attacker LP failed: {h.getModelStatus()}")
+                self.failed += 1
+                return False, None
         sol = h.getSolution()
         d = np.asarray(sol.col_value)
         if sign * d[p] >= level * (1 - _TOL) and binary:
@@ -188,8 +196,13 @@ def bound(
             integral = False
         trail: list[float] = []
         while time.perf_counter() - begin < seconds:
-            master.setOptionValue("time_limit", float(master.getRunTime()) + 600.0)
+            left = seconds - (time.perf_counter() - begin)
+            master.setOptionValue(
+                "time_limit", float(master.getRunTime()) + max(1.0, min(left, 5 * _LP_SECONDS))
+            )
             master.run()
+            if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                break  # out of time: no LP bound from this round
             value = float(master.getInfo().objective_function_value)
             y = np.asarray(master.getSolution().col_value)
             trail.append(value)
@@ -198,7 +211,16 @@ def bound(
             added, _ = separate(y, binary=False)
             if not added or (len(trail) > 4 and trail[-1] - trail[-5] < 0.05):
                 break
-        emit({"event": "lp", "bound": round(lower, 3), "kind": kind, "cuts": cuts, "lps": sep.lps})
+        emit(
+            {
+                "event": "lp",
+                "bound": round(lower, 3),
+                "kind": kind,
+                "cuts": cuts,
+                "lps": sep.lps,
+                "failed": sep.failed,
+            }
+        )
         # the master MILP
         master.changeColsIntegrality(
             n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger)
@@ -264,6 +286,7 @@ def bound(
             "gap_best": None if gap is None else round(float(gap), 4),
             "cuts": cuts,
             "lps": sep.lps,
+            "failed_lps": sep.failed,
             "cap": cap,
             "best_pattern": best_pattern,
         }
