@@ -40,7 +40,7 @@ from guard.suppression.certificates import Certificates
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
 
-__all__ = ["drop_redundant"]
+__all__ = ["drop_redundant", "drop_redundant_below"]
 
 
 def drop_redundant(
@@ -59,6 +59,26 @@ def drop_redundant(
     one per sensitive cell and positive level. ``fixed``: cells that stay withheld
     whatever (forced by earlier releases); sensitive cells always do.
     """
+    pruned = drop_redundant_below(table, hidden, levels, costs, certificates, fixed=fixed)
+    assert pruned is not None  # no ceiling: the pass runs to its end
+    return pruned
+
+
+def drop_redundant_below(
+    table: Table,
+    hidden: frozenset[int],
+    levels: Levels,
+    costs: np.ndarray,
+    certificates: Certificates,
+    *,
+    fixed: Set[int] = frozenset(),
+    ceiling: float | None = None,
+) -> frozenset[int] | None:
+    """:func:`drop_redundant`, given up (None) as soon as its result cannot cost less
+    than ``ceiling`` even if every cell still to be tried were published: a caller
+    that keeps the result only below that cost (the local search) is spared the LPs
+    of the rest, and decides as it would have. ``certificates`` is then left part-way.
+    """
     lp = _DeviationLp(table, costs)
     current = set(hidden)
     blocks = level_blocks(levels)
@@ -70,7 +90,14 @@ def drop_redundant(
             return hidden  # a level without proof: leave the pattern to the audit
         witness[block] = found
     candidates = sorted(hidden - set(levels) - set(fixed), key=lambda i: (-costs[i], i))
+    # the cost now and what the cells still to be tried could take off it; a margin of
+    # 1e-6 for the round-off of sums taken in another order
+    cost = float(costs[list(current)].sum())
+    left = float(costs[candidates].sum()) if candidates else 0.0
     for c in candidates:
+        if ceiling is not None and cost - left >= ceiling + 1e-6 * max(1.0, abs(ceiling)):
+            return None
+        left -= float(costs[c])
         trial = current - {c}
         replaced: dict[Block, set[int]] = {}
         for block, cells in witness.items():
@@ -82,6 +109,7 @@ def drop_redundant(
             replaced[block] = found
         else:
             current = trial
+            cost -= float(costs[c])
             certificates.withdraw(c)
             witness.update(replaced)
     return frozenset(current)

@@ -19,7 +19,7 @@ from guard.suppression import Table, Weight
 from guard.suppression.certificates import Certificates
 from guard.suppression.costs import perturbed_costs
 from guard.suppression.heuristic import solve_heuristic
-from guard.suppression.redundancy import _DeviationLp
+from guard.suppression.redundancy import _DeviationLp, drop_redundant, drop_redundant_below
 from tests.suppression.test_redundancy import problem
 
 CubeTable = Callable[[np.ndarray], Table]
@@ -132,3 +132,24 @@ def _covers(certificates: Certificates, k: int, p: int, level: float, up: bool) 
     t = (level if up else -level) / float(values[np.searchsorted(support, p)])
     forward, backward = certificates._reach[k]
     return abs(t) <= (forward if t > 0 else backward) * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("seed", [2, 4])
+def test_pruning_below_a_ceiling_gives_up_only_when_it_cannot_get_there(
+    cube_table: CubeTable, seed: int
+) -> None:
+    table, levels = problem(cube_table, (5, 5, 4), seed)
+    costs = perturbed_costs(table, Weight.COUNT, 0.5, seed)
+    start = Certificates(table)
+    hidden = solve_heuristic(table, levels, costs, start)
+    full = drop_redundant(table, hidden, levels, costs, start.inside(hidden))
+    cost = float(costs[list(full)].sum())
+    gave_up = 0
+    for ceiling in (cost * 0.9, cost - 1e-3, cost, cost + 1e-3, float(costs[list(hidden)].sum()) + 1):
+        below = drop_redundant_below(table, hidden, levels, costs, start.inside(hidden), ceiling=ceiling)
+        if below is None:
+            assert cost >= ceiling  # the whole pass would not have got below it either
+            gave_up += 1
+        else:
+            assert below == full  # the same pass, the same cells
+    assert gave_up >= 1  # a ceiling well under the pruned cost is given up on
