@@ -51,6 +51,8 @@ from guard.suppression.table import Table
 _TOL = 1e-7
 #: seconds per attacker LP and per master LP relaxation
 _LP_SECONDS = 60.0
+#: integer points of a master MILP's search separated besides its last one
+_MORE_POINTS = 10
 
 
 class _Separator:
@@ -183,6 +185,13 @@ def bound(
         cuts += added
         return added, reached
 
+    # integer points HiGHS finds during a master MILP (callback), separated after it
+    found: list[np.ndarray] = []
+
+    def collect(event: Any) -> None:
+        found.append(np.array(event.data_out.mip_solution, dtype=np.float64))
+
+    master.cbMipImprovingSolution.subscribe(collect)
     integral = False
     rounds = 0
     # the time limit counts from here: the guard's run above is not the bound's
@@ -236,6 +245,7 @@ def bound(
         master.setOptionValue("mip_rel_gap", 0.0)
         # no start pattern: HiGHS 1.16 then may report one MIP's optimum and hand back
         # the start as its solution (cuts.py), and a bound is only as good as its solve
+        found.clear()
         master.run()
         info = master.getInfo()
         status = master.getModelStatus()
@@ -251,6 +261,14 @@ def bound(
         added = reached = 0
         if y is not None:
             added, reached = separate(y, binary=True)
+            # the other integer points HiGHS met on its way (its incumbents): their cuts
+            # too, many per round instead of a few (each is valid whatever the point)
+            seen = {y.tobytes()}
+            for other in found[::-1][:_MORE_POINTS]:
+                point = np.round(np.clip(other, 0.0, 1.0))
+                if point.tobytes() not in seen:
+                    seen.add(point.tobytes())
+                    added += separate(point, binary=True)[0]
             if reached == len(blocks):
                 hidden = [table.keys[i] for i in np.flatnonzero(y > 0.5)]
                 audited = not failures(table, hidden, case.requirements)
