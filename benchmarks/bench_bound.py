@@ -291,7 +291,8 @@ def bound(
                 "best": None if not np.isfinite(best) else int(best),
             }
         )
-        if y is not None and reached == len(blocks) and optimal:
+        if y is not None and reached == len(blocks) and optimal and best == int(y.sum()):
+            # the master's optimum protects every level (and passed the LP audit above)
             emit({"event": "proven", "optimum": int(y.sum())})
             break
     gap = (best / np.ceil(lower - 1e-6) - 1) if np.isfinite(best) and lower > 0 else None
