@@ -127,7 +127,7 @@ class _Separator:
         g = np.minimum(g, level)
         if g @ y < level * (1 - 1e-6):
             return False, g
-        return sign * d[p] >= level * (1 - _TOL), None
+        return bool(sign * d[p] >= level * (1 - _TOL)), None
 
 
 def bound(
