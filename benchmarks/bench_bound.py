@@ -265,6 +265,8 @@ def bound(
             # too, many per round instead of a few (each is valid whatever the point)
             seen = {y.tobytes()}
             for other in found[::-1][:_MORE_POINTS]:
+                if time.perf_counter() - begin >= seconds:
+                    break  # each point costs an LP per level: not past the limit
                 point = np.round(np.clip(other, 0.0, 1.0))
                 if point.tobytes() not in seen:
                     seen.add(point.tobytes())
