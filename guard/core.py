@@ -130,15 +130,11 @@ class Guard:
         return cls(policy, engine, store, rng)
 
     def prepare(self) -> list[str]:
-        """Build now what the first answer on each table would otherwise pay for: every
-        audited table's history state (finest cells, row identities, the rules' verdicts,
-        the audit states), and the linker's memory of the cells released on the current
-        data version to each analyst answered without noise. Servers call it before they
-        accept connections. Returns the tables whose history state was prepared.
-
-        Raises:
-            BackendError: the engine or the state store failed.
-        """
+        """Build now what the first answer on each table would otherwise pay for (servers call
+        it before they accept connections): every audited table's history state, and the
+        cells released on the current data version to each analyst answered without noise.
+        Returns the tables whose history state was prepared; raises BackendError when the
+        engine or the state store fails."""
         prepared = [] if self.history is None else self.history.prepare(self._release_lock)
         for table in self.policy.tables:
             exact = [

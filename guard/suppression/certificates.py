@@ -97,13 +97,17 @@ class Certificates:
     def witness(self, p: int, level: float, upward: bool, *, avoid: Set[int] = frozenset()) -> int | None:
         """Number of a kept deviation that :meth:`covers` ``p`` by ``level``, or None."""
         watched = avoid <= self._watch
-        shunned = None if watched or not avoid else np.array(sorted(avoid))
+        # unwatched cells to avoid (few: e.g. the cell the pruning is about to publish):
+        # the deviations moving one of them, from the index by cell (the same test as a
+        # search of each deviation's support, without one per deviation)
+        through: set[int] = set()
+        if avoid and not watched:
+            for cell in avoid:
+                through.update(self._by_cell.get(cell, ()))
         for k in self._by_cell.get(p, ()):
-            if k in self._withdrawn:
+            if k in self._withdrawn or k in through:
                 continue
-            if avoid and (
-                not self._touch[k].isdisjoint(avoid) if watched else _meets(self._found[k][0], shunned)
-            ):
+            if avoid and watched and not self._touch[k].isdisjoint(avoid):
                 continue
             support, values = self._found[k]
             # the deviation scaled by t moves p by level: t within its reach (up to
@@ -191,12 +195,3 @@ def _product(columns: sparse.csc_matrix, support: np.ndarray, values: np.ndarray
     residual = np.zeros(columns.shape[0])
     np.add.at(residual, columns.indices[where], columns.data[where] * np.repeat(values, counts))
     return residual
-
-
-def _meets(support: np.ndarray, cells: np.ndarray | None) -> bool:
-    """Whether sorted ``support`` holds any of ``cells``."""
-    if cells is None:
-        return False
-    at = np.searchsorted(support, cells)
-    inside = at < len(support)
-    return bool(np.any(support[at[inside]] == cells[inside]))

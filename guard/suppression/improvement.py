@@ -53,10 +53,12 @@ _ITERATIONS_PER_SECOND = 6_000
 #: branch-and-bound nodes per master MILP of the cut loop
 _MASTER_NODES = 500
 #: local-search moves per table are capped at this many divided by its cells: a move
-#: costs LPs over the whole table (0.1-0.2 s on 8 x 8 x 8, 0.5-0.7 s on 10 x 10 x 10 at
-#: load 3-5), so larger tables get fewer (8 x 8 x 8: 100, i.e. every complementary
-#: cell; 10 x 10 x 10: 60)
-_MOVE_CELLS = 80_000
+#: costs LPs over the whole table (session 16, after the pruning's LPs were made
+#: cheaper: about 0.1 s of CPU on 10 x 10 x 10), so larger tables get fewer (up to
+#: 10 x 10 x 10: ``SuppressionOptions.moves``, 100; 12 x 12 x 12: 63). Moves are tried
+#: in one order, so more of them never cost cells (10 x 10 x 10: 60 moves gave
+#: 154/159/153 cells, 100 moves 152/156/152)
+_MOVE_CELLS = 140_000
 
 
 @dataclass(frozen=True)

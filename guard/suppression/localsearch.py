@@ -32,7 +32,7 @@ from scipy import sparse
 from guard.suppression.certificates import Certificates
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, ProtectionInfeasible
-from guard.suppression.redundancy import drop_redundant
+from guard.suppression.redundancy import drop_redundant_below
 from guard.suppression.table import Table
 
 __all__ = ["improve_locally"]
@@ -79,8 +79,12 @@ def improve_locally(
         except ProtectionInfeasible:
             continue  # no route around the cell: it stays
         near = _near(columns, rows, (repaired - hidden) | {cell})
-        pruned = drop_redundant(table, repaired, levels, costs, proofs, fixed=fixed | (repaired - near))
-        if costs[list(pruned)].sum() < costs[list(hidden)].sum() * (1 - 1e-9):
+        # kept only below this cost: the pruning gives up once it cannot get there
+        ceiling = float(costs[list(hidden)].sum()) * (1 - 1e-9)
+        pruned = drop_redundant_below(
+            table, repaired, levels, costs, proofs, fixed=fixed | (repaired - near), ceiling=ceiling
+        )
+        if pruned is not None and costs[list(pruned)].sum() < ceiling:
             hidden, certificates = pruned, proofs
     return hidden, certificates
 
