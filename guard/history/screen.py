@@ -25,16 +25,17 @@ A cell's query set is its set of finest cells (``finest.py``). The checks, cheap
 
 A cell failing a check is withheld: :meth:`HistoryScreen.screen` returns which cells
 and a note naming the control, and the guard builds the answer with them withheld
-(NULL, flagged ``suppressed``); an answer all of whose values are withheld is refused
-with that control's message. Messages never hold a value or another analyst's query. Checks 1-3 read query
-sets only, so their decisions are simulatable (the same on any two databases that agree
-on what was released); check 4 reads released values and the candidate's true value,
-so its refusals are not, which is why it is off by default.
+(NULL, flagged ``suppressed``; asked again in the same state, withheld unsearched); an
+answer all of whose values are withheld is refused with that control's message.
+Messages never hold a value or another analyst's query. Checks 1-3 read query sets
+only, so their decisions are simulatable (the same on any two databases that agree on
+what was released); check 4 reads released values and the candidate's true value, so
+its refusals are not, which is why it is off by default.
 
 Each released query set is persisted (``audit_sets``) in the transaction of the answer's
 log row, and an audit state is rebuilt from them when first needed after a restart.
-Withholding a cell only ever releases less than the cell protection allowed, so linked
-tables and earlier suppression patterns stay safe.
+Withholding only ever releases less than the cell protection allowed: linked tables
+and earlier suppression patterns stay safe.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class _State:
     released: list[BitMap] = field(default_factory=list)
     values: list[float | None] = field(default_factory=list)
     seen: set[bytes] = field(default_factory=set)
+    #: query sets (fingerprints) a check withheld, and its control: withheld again
+    #: unsearched, as releases only add to the span and values (what disclosed still would)
+    withheld: dict[bytes, HistoryControl] = field(default_factory=dict)
     #: the feasible points of the last sensitive-set check, for the next (``carry.py``)
     carry: PointCarry = field(default_factory=PointCarry)
 
@@ -273,18 +277,24 @@ class HistoryScreen:
         self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
     ) -> HistoryControl | None:
         """The control that withholds this query set, or None to release it."""
-        auditor = state.auditor
-        if auditor.implied(ids):
+        if state.auditor.implied(ids):
             return None
+        key = fingerprint(ids)  # withheld before in this state (one data version): again
+        if key not in state.withheld and (held := self._control(state, finest, ids, total, table, space)):
+            state.withheld[key] = held
+        return state.withheld.get(key)
+
+    def _control(
+        self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
+    ) -> HistoryControl | None:
         if self._settings.max_overlap is not None and self._overlaps(state, finest, ids):
             return HistoryControl.OVERLAP
-        exposure = auditor.exposure(ids)
+        exposure = state.auditor.exposure(ids)
         if exposure is not None:
             finding = state.groups.check(exposure)
-            verdict = finding.verdict
-            if verdict is GroupVerdict.DISCLOSES:
+            if finding.verdict is GroupVerdict.DISCLOSES:
                 return HistoryControl.SENSITIVE if finding.sensitive else HistoryControl.SPAN
-            if verdict is GroupVerdict.EXHAUSTED:
+            if finding.verdict is GroupVerdict.EXHAUSTED:
                 return HistoryControl.EXHAUSTED
         if state.sensitive is not None and total is not None:
             bounds = _bounds(table, space)

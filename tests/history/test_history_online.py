@@ -355,3 +355,32 @@ def test_partial_disclosure_is_withheld_with_a_tolerance(open_students: Callable
     plain = open_students(unlinked)
     plain.query(EE_TOTAL.sql, "alice")
     assert plain.query("SELECT SUM(income) FROM students WHERE class = 1978", "bob").rows == [[286000]]
+
+
+def test_a_query_set_withheld_is_withheld_again_without_a_search(
+    open_students: Callable[..., Guard], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repeat (or a rephrasing with the same rows) of a refused query is refused by the
+    same control without searching the history again: releases only add information."""
+    from guard.history.groups import GroupSearch
+
+    checks = [0]
+    inner = GroupSearch.check
+
+    def counted(self: GroupSearch, exposure: object) -> object:
+        checks[0] += 1
+        return inner(self, exposure)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GroupSearch, "check", counted)
+    guard = open_students(unlinked)
+    guard.query(EE_TOTAL.sql, "alice")
+    with pytest.raises(QueryRefused, match="history audit") as first:
+        guard.query(EE_MEN.sql, "alice")
+    searched = checks[0]
+    assert searched > 0
+    guard.query(Ask("major = 'CS'").sql, "alice")  # another release in between
+    for sql in (EE_MEN.sql, BAKER_PAIRS["not female"][1].sql):
+        with pytest.raises(QueryRefused, match="history audit") as again:
+            guard.query(sql, "bob")
+        assert str(again.value) == str(first.value)
+    assert checks[0] == searched + 1  # the CS query's check only
