@@ -16,9 +16,9 @@ from guard.history.modular import inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 
 __all__ = [
+    "Restriction",
     "combine",
     "combine_sparse",
-    "eliminated",
     "left_null_space",
     "linked_to",
     "peeled",
@@ -32,26 +32,70 @@ _LOW = (1 << _HALF) - 1
 _CHUNK = 1 << 12
 
 
-def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
-    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
-    nonzero entry: the coordinate does not vanish)."""
-    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-    pivot = rest[pivot_row]
-    inverse = inverse_mod(int(pivot[pick]), p)
-    columns = np.flatnonzero(pivot)
-    zeroed_star = star.copy()
-    if star[pick]:
-        factor = int(star[pick]) * inverse % p
-        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
-    remaining = np.delete(rest, pivot_row, axis=0)
-    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
-    # (the rows are sparse: updating the whole matrix cost most of a deep search)
-    changing = np.flatnonzero(remaining[:, pick])
-    if changing.size:
-        factors = mul_mod(remaining[changing, pick], inverse, p)
+class Restriction:
+    """x + span(rows), ``rows`` in reduced echelon form, restricted in place to the vectors
+    zero on one coordinate after another (the group search's branch "v is zero here"),
+    with an undo trail back to any earlier ``mark``.
+
+    A restriction changes only the rows nonzero on the coordinate, only where the row
+    pivoting it out is nonzero, and retires that row: a copy of the whole matrix per
+    step (``np.delete``) was most of a deep search's time. Retired rows stay in place,
+    in their order, so the row chosen to pivot a coordinate out (the first live one
+    nonzero there) and every value are those of deleting them.
+    """
+
+    def __init__(self, x: Residues, rows: Residues, pivots: Ids, p: int) -> None:
+        self.x = x.copy()
+        self.rows = rows.copy()
+        #: the pivot column of each row (of the live ones: ``pivots[live()]``)
+        self.pivots = pivots
+        self.p = p
+        self.alive = np.ones(rows.shape[0], dtype=bool)
+        #: per column: how many live rows are nonzero there (0: the span vanishes there)
+        self.nonzero = np.count_nonzero(rows, axis=0).astype(np.int64)
+        self._trail: list[tuple[int, Ids, Ids, Residues, Residues, Residues]] = []
+
+    def live(self) -> Ids:
+        """The live rows, in their first order."""
+        return np.flatnonzero(self.alive)
+
+    def mark(self) -> int:
+        return len(self._trail)
+
+    def restrict(self, pick: int) -> None:
+        """Keep the vectors zero on ``pick`` (a live row is nonzero there)."""
+        p, rows = self.p, self.rows
+        on = (rows[:, pick] != 0) & self.alive
+        pivot_row = int(np.argmax(on))
+        on[pivot_row] = False
+        pivot = rows[pivot_row]
+        inverse = inverse_mod(int(pivot[pick]), p)
+        columns = np.flatnonzero(pivot)
+        saved_x = self.x[columns]
+        if self.x[pick]:
+            factor = int(self.x[pick]) * inverse % p
+            self.x[columns] = (saved_x - mul_mod(pivot[columns], factor, p)) % p
+        changing = np.flatnonzero(on)
         block = np.ix_(changing, columns)
-        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
-    return zeroed_star, remaining
+        saved = rows[block]
+        lost = np.ones(columns.size, dtype=np.int64)  # the retired row's nonzeros
+        if changing.size:
+            factors = mul_mod(rows[changing, pick], inverse, p)
+            updated = (saved - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
+            rows[block] = updated
+            lost += np.count_nonzero(saved, axis=0) - np.count_nonzero(updated, axis=0)
+        self.alive[pivot_row] = False
+        self.nonzero[columns] -= lost
+        self._trail.append((pivot_row, changing, columns, saved, saved_x, lost))
+
+    def undo(self, mark: int) -> None:
+        """Back to the state of ``mark()``: the trail's entries after it, last first."""
+        while len(self._trail) > mark:
+            pivot_row, changing, columns, saved, saved_x, lost = self._trail.pop()
+            self.rows[np.ix_(changing, columns)] = saved
+            self.x[columns] = saved_x
+            self.alive[pivot_row] = True
+            self.nonzero[columns] += lost
 
 
 def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
