@@ -53,7 +53,7 @@ class Restriction:
         self.alive = np.ones(rows.shape[0], dtype=bool)
         #: per column: how many live rows are nonzero there (0: the span vanishes there)
         self.nonzero = np.count_nonzero(rows, axis=0).astype(np.int64)
-        self._trail: list[tuple[int, Ids, Ids, Residues, Residues, Residues]] = []
+        self._trail: list[tuple[int, Ids, Residues | None, Ids, Residues | None, Ids | None]] = []
 
     def live(self) -> Ids:
         """The live rows, in their first order."""
@@ -63,39 +63,51 @@ class Restriction:
         return len(self._trail)
 
     def restrict(self, pick: int) -> None:
-        """Keep the vectors zero on ``pick`` (a live row is nonzero there)."""
-        p, rows = self.p, self.rows
-        on = (rows[:, pick] != 0) & self.alive
-        pivot_row = int(np.argmax(on))
-        on[pivot_row] = False
+        """Keep the vectors zero on ``pick`` (a live row is nonzero there).
+
+        A deep search restricts ~10 times per node, most often one row retired and none
+        or one changed over a few dozen columns: the cost is numpy's per-call overhead,
+        so the steps that have nothing to do are skipped."""
+        p, rows, x = self.p, self.rows, self.x
+        on = np.flatnonzero(rows[:, pick])
+        on = on[self.alive[on]]
+        pivot_row = int(on[0])
         pivot = rows[pivot_row]
-        inverse = inverse_mod(int(pivot[pick]), p)
         columns = np.flatnonzero(pivot)
-        saved_x = self.x[columns]
-        if self.x[pick]:
-            factor = int(self.x[pick]) * inverse % p
-            self.x[columns] = (saved_x - mul_mod(pivot[columns], factor, p)) % p
-        changing = np.flatnonzero(on)
-        block = np.ix_(changing, columns)
-        saved = rows[block]
-        lost = np.ones(columns.size, dtype=np.int64)  # the retired row's nonzeros
+        inverse = inverse_mod(int(pivot[pick]), p)
+        saved_x = None
+        if x[pick]:
+            saved_x = x[columns]
+            x[columns] = (saved_x - mul_mod(pivot[columns], int(x[pick]) * inverse % p, p)) % p
+        changing = on[1:]
+        saved = None
+        gained = None
         if changing.size:
+            block = np.ix_(changing, columns)
+            saved = rows[block]
             factors = mul_mod(rows[changing, pick], inverse, p)
             updated = (saved - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
             rows[block] = updated
-            lost += np.count_nonzero(saved, axis=0) - np.count_nonzero(updated, axis=0)
+            gained = np.count_nonzero(updated, axis=0) - np.count_nonzero(saved, axis=0)
+            self.nonzero[columns] += gained - 1
+        else:
+            self.nonzero[columns] -= 1  # the retired row's nonzeros
         self.alive[pivot_row] = False
-        self.nonzero[columns] -= lost
-        self._trail.append((pivot_row, changing, columns, saved, saved_x, lost))
+        self._trail.append((pivot_row, columns, saved_x, changing, saved, gained))
 
     def undo(self, mark: int) -> None:
         """Back to the state of ``mark()``: the trail's entries after it, last first."""
-        while len(self._trail) > mark:
-            pivot_row, changing, columns, saved, saved_x, lost = self._trail.pop()
-            self.rows[np.ix_(changing, columns)] = saved
-            self.x[columns] = saved_x
+        trail = self._trail
+        while len(trail) > mark:
+            pivot_row, columns, saved_x, changing, saved, gained = trail.pop()
+            if saved is not None and gained is not None:
+                self.rows[np.ix_(changing, columns)] = saved
+                self.nonzero[columns] += 1 - gained
+            else:
+                self.nonzero[columns] += 1
+            if saved_x is not None:
+                self.x[columns] = saved_x
             self.alive[pivot_row] = True
-            self.nonzero[columns] += lost
 
 
 def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
