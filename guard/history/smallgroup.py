@@ -179,35 +179,31 @@ class _Search:
             return []
         sizes = on[:, useful].sum(axis=0)
         order = useful[np.lexsort((sizes, -cheapest[useful]))]
-        masks = _row_masks(on) if self.disjoint else None
+        # with disjoint units, checks are disjoint when their pivots are: each check's rows
+        # as one Python integer (one AND per candidate visited), read from one packed
+        # buffer only for the candidates the loop reaches
+        width = (live.size + 7) // 8
+        packed = np.ascontiguousarray(np.packbits(on, axis=0).T).tobytes() if self.disjoint else b""
         taken = 0
         used = np.zeros(x.size, dtype=bool)
         used_units = forced.copy()
         checks: list[tuple[Ids, int, Ids]] = []
         total = 0
         for o in order.tolist():
-            if masks is not None and masks[o] & taken:
+            mask = int.from_bytes(packed[o * width : (o + 1) * width], "big")
+            if mask & taken:
                 continue  # shares a pivot (and so units) with a check taken
             support = np.concatenate([candidates[o : o + 1], pivots[on[:, o]]])
             new = self.units.units_of(support)
             new = new[~forced[new]]
-            if masks is None:
+            if not self.disjoint:
                 if used[support].any() or used_units[new].any():
                     continue
                 used[support] = True
                 used_units[new] = True
-            else:
-                taken |= masks[o]
+            taken |= mask
             checks.append((support, int(cheapest[o]), new))
             total += int(cheapest[o])
             if total >= need:
                 break
         return checks
-
-
-def _row_masks(on: Mask) -> list[int]:
-    """Per column of ``on``: its rows as one Python integer (disjointness by one AND)."""
-    if not on.shape[0]:
-        return [0] * on.shape[1]
-    packed = np.packbits(on, axis=0)
-    return [int.from_bytes(packed[:, j].tobytes(), "big") for j in range(on.shape[1])]
