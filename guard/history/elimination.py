@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import inverse_mod, mul_mod
+from guard.history.modular import add_outer_mod, inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 
 __all__ = [
@@ -85,8 +85,11 @@ class Restriction:
         if changing.size:
             block = np.ix_(changing, columns)
             saved = rows[block]
-            factors = mul_mod(rows[changing, pick], inverse, p)
-            updated = (saved - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
+            # row - factor * pivot as row + (p - factor) * pivot, in place in cache-sized
+            # blocks: the same residues as mul_mod's temporaries (rows of a dense span
+            # change over thousands of columns)
+            updated = saved.copy()
+            add_outer_mod(updated, p - mul_mod(rows[changing, pick], inverse, p), pivot[columns], p)
             rows[block] = updated
             gained = np.count_nonzero(updated, axis=0) - np.count_nonzero(saved, axis=0)
             self.nonzero[columns] += gained - 1
@@ -225,8 +228,12 @@ def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
         others = np.flatnonzero(rows[:, column])
         others = others[others != top]
         if others.size:
-            factors = rows[others, column][:, None]
-            rows[others] = (rows[others] - mul_mod(factors, rows[top][None, :], p)) % p
+            # only where the pivot row is nonzero (rows of a group search are thousands of
+            # columns wide, a pivot row's nonzeros often a fraction of them)
+            block = np.ix_(others, np.flatnonzero(rows[top]))
+            part = rows[block]
+            add_outer_mod(part, p - rows[others, column], rows[top][block[1][0]], p)
+            rows[block] = part
         pivots.append(column)
         top += 1
     return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)

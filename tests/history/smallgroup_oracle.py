@@ -1,5 +1,5 @@
 """The group search as it was before session 16 (``guard/history/smallgroup.py`` at
-e413081, with ``elimination.eliminated``): every node copied its matrix. Kept as the
+e413081, with ``elimination.eliminated`` and ``reduced_echelon``): every node copied its matrix. Kept as the
 oracle of ``test_smallgroup_oracle.py``: the in-place search must take the same steps,
 spend the same nodes and return the same vector."""
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from guard.history.elimination import reduced_echelon
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 from guard.history.unitmatrix import UnitMatrix
@@ -211,3 +210,30 @@ def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Resid
         block = np.ix_(changing, columns)
         remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
     return zeroed_star, remaining
+
+
+def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
+    """(R, pivots): the nonzero rows of ``matrix``'s reduced row echelon form mod p, and
+    the pivot column of each (its entry 1, every other row 0 there)."""
+    rows = matrix % p
+    m, columns = rows.shape
+    pivots: list[int] = []
+    top = 0
+    for column in range(columns):
+        if top == m:
+            break
+        candidates = np.flatnonzero(rows[top:, column])
+        if not candidates.size:
+            continue
+        chosen = int(candidates[0]) + top
+        if chosen != top:
+            rows[[top, chosen]] = rows[[chosen, top]]
+        rows[top] = mul_mod(rows[top], inverse_mod(int(rows[top, column]), p), p)
+        others = np.flatnonzero(rows[:, column])
+        others = others[others != top]
+        if others.size:
+            factors = rows[others, column][:, None]
+            rows[others] = (rows[others] - mul_mod(factors, rows[top][None, :], p)) % p
+        pivots.append(column)
+        top += 1
+    return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)

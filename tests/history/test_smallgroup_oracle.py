@@ -12,6 +12,7 @@ import pytest
 from pyroaring import BitMap
 
 from guard.history import smallgroup
+from guard.history.elimination import reduced_echelon
 from guard.history.modular import random_prime
 from guard.history.unitmatrix import UnitMatrix
 
@@ -70,3 +71,17 @@ def test_the_in_place_search_takes_the_old_searchs_steps(seed: int, monkeypatch:
         assert isinstance(new, np.ndarray) and np.array_equal(new, old)
     else:
         assert new is old
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_reduced_echelon_form_is_the_old_one(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    p = int((7, 1125899906842597)[seed % 2])
+    d, n = int(rng.integers(1, 25)), int(rng.integers(1, 60))
+    matrix = np.where(rng.random((d, n)) < rng.uniform(0.05, 0.6), rng.integers(0, p, (d, n)), 0)
+    if seed % 3 == 0 and d > 2:
+        matrix[-1] = (matrix[0] + 3 * matrix[1]) % p  # rank below the row count
+    new, new_pivots = reduced_echelon(matrix.astype(np.int64), p)
+    old, old_pivots = smallgroup_oracle.reduced_echelon(matrix.astype(np.int64), p)
+    assert np.array_equal(new_pivots, old_pivots)
+    assert np.array_equal(new, old)
