@@ -1,9 +1,9 @@
 """Elimination mod p for the group search (``groups.py``, ``inside.py``): left null
-spaces, reduced echelon forms, pivoting a coordinate out of a span, and the sparse
-pre-passes that shrink the rows first.
+spaces, reduced echelon forms, pivoting coordinates out of a span in place with an undo
+trail (``Restriction``), and the sparse pre-passes that shrink the rows first.
 
-Every value is a residue mod a prime below 2**50; products go through ``mul_mod``, so
-the arithmetic is exact.
+Every value is a residue mod a prime below 2**50; products go through ``mul_mod`` or
+``add_outer_mod``, so the arithmetic is exact.
 """
 
 from __future__ import annotations
