@@ -1,9 +1,9 @@
 """Elimination mod p for the group search (``groups.py``, ``inside.py``): left null
-spaces, reduced echelon forms, pivoting a coordinate out of a span, and the sparse
-pre-passes that shrink the rows first.
+spaces, reduced echelon forms, pivoting coordinates out of a span in place with an undo
+trail (``Restriction``), and the sparse pre-passes that shrink the rows first.
 
-Every value is a residue mod a prime below 2**50; products go through ``mul_mod``, so
-the arithmetic is exact.
+Every value is a residue mod a prime below 2**50; products go through ``mul_mod`` or
+``add_outer_mod``, so the arithmetic is exact.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import inverse_mod, mul_mod
+from guard.history.modular import add_outer_mod, inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 
 __all__ = [
+    "Restriction",
     "combine",
     "combine_sparse",
-    "eliminated",
     "left_null_space",
     "linked_to",
     "peeled",
@@ -32,26 +32,85 @@ _LOW = (1 << _HALF) - 1
 _CHUNK = 1 << 12
 
 
-def eliminated(star: Residues, rest: Residues, pick: int, p: int) -> tuple[Residues, Residues]:
-    """v* and V0 restricted to the vectors that are zero on ``pick`` (rest[:, pick] has a
-    nonzero entry: the coordinate does not vanish)."""
-    pivot_row = int(np.flatnonzero(rest[:, pick])[0])
-    pivot = rest[pivot_row]
-    inverse = inverse_mod(int(pivot[pick]), p)
-    columns = np.flatnonzero(pivot)
-    zeroed_star = star.copy()
-    if star[pick]:
-        factor = int(star[pick]) * inverse % p
-        zeroed_star[columns] = (star[columns] - mul_mod(pivot[columns], factor, p)) % p
-    remaining = np.delete(rest, pivot_row, axis=0)
-    # only the rows nonzero on ``pick`` change, and only where the pivot row is nonzero
-    # (the rows are sparse: updating the whole matrix cost most of a deep search)
-    changing = np.flatnonzero(remaining[:, pick])
-    if changing.size:
-        factors = mul_mod(remaining[changing, pick], inverse, p)
-        block = np.ix_(changing, columns)
-        remaining[block] = (remaining[block] - mul_mod(factors[:, None], pivot[columns][None, :], p)) % p
-    return zeroed_star, remaining
+class Restriction:
+    """x + span(rows), ``rows`` in reduced echelon form, restricted in place to the vectors
+    zero on one coordinate after another (the group search's branch "v is zero here"),
+    with an undo trail back to any earlier ``mark``.
+
+    A restriction changes only the rows nonzero on the coordinate, only where the row
+    pivoting it out is nonzero, and retires that row: a copy of the whole matrix per
+    step (``np.delete``) was most of a deep search's time. Retired rows stay in place,
+    in their order, so the row chosen to pivot a coordinate out (the first live one
+    nonzero there) and every value are those of deleting them.
+    """
+
+    def __init__(self, x: Residues, rows: Residues, pivots: Ids, p: int) -> None:
+        self.x = x.copy()
+        self.rows = rows.copy()
+        #: the pivot column of each row (of the live ones: ``pivots[live()]``)
+        self.pivots = pivots
+        self.p = p
+        self.alive = np.ones(rows.shape[0], dtype=bool)
+        #: per column: how many live rows are nonzero there (0: the span vanishes there)
+        self.nonzero = np.count_nonzero(rows, axis=0).astype(np.int64)
+        self._trail: list[tuple[int, Ids, Residues | None, Ids, Residues | None, Ids | None]] = []
+
+    def live(self) -> Ids:
+        """The live rows, in their first order."""
+        return np.flatnonzero(self.alive)
+
+    def mark(self) -> int:
+        return len(self._trail)
+
+    def restrict(self, pick: int) -> None:
+        """Keep the vectors zero on ``pick`` (a live row is nonzero there).
+
+        A deep search restricts ~10 times per node, most often one row retired and none
+        or one changed over a few dozen columns: the cost is numpy's per-call overhead,
+        so the steps that have nothing to do are skipped."""
+        p, rows, x = self.p, self.rows, self.x
+        on = np.flatnonzero(rows[:, pick])
+        on = on[self.alive[on]]
+        pivot_row = int(on[0])
+        pivot = rows[pivot_row]
+        columns = np.flatnonzero(pivot)
+        inverse = inverse_mod(int(pivot[pick]), p)
+        saved_x = None
+        if x[pick]:
+            saved_x = x[columns]
+            x[columns] = (saved_x - mul_mod(pivot[columns], int(x[pick]) * inverse % p, p)) % p
+        changing = on[1:]
+        saved = None
+        gained = None
+        if changing.size:
+            block = np.ix_(changing, columns)
+            saved = rows[block]
+            # row - factor * pivot as row + (p - factor) * pivot, in place in cache-sized
+            # blocks: the same residues as mul_mod's temporaries (rows of a dense span
+            # change over thousands of columns)
+            updated = saved.copy()
+            add_outer_mod(updated, p - mul_mod(rows[changing, pick], inverse, p), pivot[columns], p)
+            rows[block] = updated
+            gained = np.count_nonzero(updated, axis=0) - np.count_nonzero(saved, axis=0)
+            self.nonzero[columns] += gained - 1
+        else:
+            self.nonzero[columns] -= 1  # the retired row's nonzeros
+        self.alive[pivot_row] = False
+        self._trail.append((pivot_row, columns, saved_x, changing, saved, gained))
+
+    def undo(self, mark: int) -> None:
+        """Back to the state of ``mark()``: the trail's entries after it, last first."""
+        trail = self._trail
+        while len(trail) > mark:
+            pivot_row, columns, saved_x, changing, saved, gained = trail.pop()
+            if saved is not None and gained is not None:
+                self.rows[np.ix_(changing, columns)] = saved
+                self.nonzero[columns] += 1 - gained
+            else:
+                self.nonzero[columns] += 1
+            if saved_x is not None:
+                self.x[columns] = saved_x
+            self.alive[pivot_row] = True
 
 
 def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
@@ -169,8 +228,12 @@ def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
         others = np.flatnonzero(rows[:, column])
         others = others[others != top]
         if others.size:
-            factors = rows[others, column][:, None]
-            rows[others] = (rows[others] - mul_mod(factors, rows[top][None, :], p)) % p
+            # only where the pivot row is nonzero (rows of a group search are thousands of
+            # columns wide, a pivot row's nonzeros often a fraction of them)
+            block = np.ix_(others, np.flatnonzero(rows[top]))
+            part = rows[block]
+            add_outer_mod(part, p - rows[others, column], rows[top][block[1][0]], p)
+            rows[block] = part
         pivots.append(column)
         top += 1
     return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)

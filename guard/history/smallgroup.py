@@ -18,6 +18,11 @@ is zero on every other pivot column, and counting a coordinate's units changes n
 On the Fair session's Q14 the searches that exhausted 20,000 nodes now end in 11-369
 (one in 14,000). The verdicts are exact either way: the search only prunes by bounds
 that hold for every v, and a budget spent is EXHAUSTED (the caller withholds).
+
+The span is restricted in place (``elimination.Restriction``) and every node undoes
+its own restrictions before it returns: the same steps, values and node counts as
+copying the matrix at every node (``tests/history/test_smallgroup_oracle.py`` runs the
+old search beside it), without the copies that were most of a deep search's time.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from guard.history.elimination import eliminated, reduced_echelon
+from guard.history.elimination import Restriction, reduced_echelon
 from guard.history.modular import mul_mod
 from guard.history.steps import Ids, Residues
 from guard.history.unitmatrix import UnitMatrix
@@ -58,9 +63,10 @@ def smallest_group(
     keep = np.flatnonzero(moving)
     where = np.full(star.size, -1, dtype=np.int64)
     where[keep] = np.arange(keep.size)
-    search = _Search(units.restricted(keep), k, p, budget)
+    state = Restriction(x[keep], reduced[:, keep], where[pivots], p)
+    search = _Search(state, units.restricted(keep), k, budget)
     alive = np.ones(keep.size, dtype=bool)
-    found = search.branch(x[keep], reduced[:, keep], where[pivots], alive, counted)
+    found = search.branch(alive, counted)
     if not isinstance(found, np.ndarray):
         return found
     full = x.copy()
@@ -69,25 +75,37 @@ def smallest_group(
 
 
 class _Search:
-    def __init__(self, units: UnitMatrix, k: int, p: int, budget: list[int]) -> None:
+    """The branch and bound over one ``Restriction``: a node restricts it in place and
+    undoes what it did before returning, so its parent's branch "in the group" and its
+    siblings see the state the parent left (a copy of the whole matrix per step was most
+    of a deep search's time)."""
+
+    def __init__(self, state: Restriction, units: UnitMatrix, k: int, budget: list[int]) -> None:
+        self.state = state
         self.units = units
         self.k = k
-        self.p = p
         self.budget = budget
         #: no unit in two coordinates (one row per unit): disjoint supports have disjoint units
         self.disjoint = units.disjoint()
 
-    def branch(
-        self, x: Residues, reduced: Residues, pivots: Ids, alive: Mask, counted: Mask
-    ) -> Residues | bool | None:
-        """As ``smallest_group`` on x + span(reduced), ``counted`` units already in the
-        group; ``alive``: the coordinates still tracked (a counted one is not)."""
-        units, k = self.units, self.k
+    def branch(self, alive: Mask, counted: Mask) -> Residues | bool | None:
+        """As ``smallest_group`` on the state's x + span, ``counted`` units already in
+        the group; ``alive``: the coordinates still tracked (a counted one is not). The
+        state is as it was on entry when this returns."""
+        mark = self.state.mark()
+        try:
+            return self._node(alive, counted)
+        finally:
+            self.state.undo(mark)
+
+    def _node(self, alive: Mask, counted: Mask) -> Residues | bool | None:
+        units, k, state = self.units, self.k, self.state
         while True:
             self.budget[0] -= 1
             if self.budget[0] < 0:
                 return None
-            vanishing = ~reduced.any(axis=0)
+            x = state.x
+            vanishing = state.nonzero == 0
             forced = units.with_units(counted, np.flatnonzero(alive & vanishing & (x != 0)))
             known = int(forced.sum())
             if known >= k:
@@ -95,8 +113,8 @@ class _Search:
             cost = units.new_units(forced)
             open_ = alive & ~vanishing & (cost > 0)
             if not open_.any():
-                return x  # every remaining freedom is free: x itself fits
-            checks = self._packing(x, reduced, pivots, cost, forced, k - known)
+                return x.copy()  # every remaining freedom is free: x itself fits
+            checks = self._packing(cost, forced, k - known)
             bound = sum(b for _, b, _ in checks)
             if known + bound >= k:
                 return False
@@ -112,19 +130,22 @@ class _Search:
             if not full.size:
                 break
             for i in full.tolist():
-                if reduced[:, i].any():
-                    x, reduced, pivots = _eliminated(x, reduced, pivots, i, self.p)
-                elif x[i]:
+                if state.nonzero[i]:
+                    state.restrict(i)
+                elif state.x[i]:
                     return False  # an earlier elimination fixed v there: the group reaches k
         pick = self._pick(open_, cost, checks)
         # 1. v is zero on ``pick``
-        found = self.branch(*_eliminated(x, reduced, pivots, pick, self.p), alive, forced)
+        before = state.mark()
+        state.restrict(pick)
+        found = self.branch(alive, forced)
+        state.undo(before)
         if found is not False:
             return found
         # 2. ``pick`` is in the group: count its units and stop tracking it
         dropped = alive.copy()
         dropped[pick] = False
-        return self.branch(x, reduced, pivots, dropped, units.with_units(forced, np.array([pick])))
+        return self.branch(dropped, units.with_units(forced, np.array([pick])))
 
     @staticmethod
     def _pick(open_: Mask, cost: npt.NDArray[np.int64], checks: list[tuple[Ids, int, Ids]]) -> int:
@@ -137,22 +158,18 @@ class _Search:
         choices = np.flatnonzero(open_)
         return int(choices[np.argmin(cost[choices])])
 
-    def _packing(
-        self,
-        x: Residues,
-        reduced: Residues,
-        pivots: Ids,
-        cost: npt.NDArray[np.int64],
-        forced: Mask,
-        need: int,
-    ) -> list[tuple[Ids, int, Ids]]:
+    def _packing(self, cost: npt.NDArray[np.int64], forced: Mask, need: int) -> list[tuple[Ids, int, Ids]]:
         """Checks with pairwise disjoint supports and new units, greedily (largest bound,
         then smallest support): (support, its cheapest coordinate's new units, its new
         units) each; stops once their bounds reach ``need``."""
+        state = self.state
+        x = state.x
         candidates = np.flatnonzero(x != 0)  # x is 0 on every pivot column
         if not candidates.size:
             return []
-        on = reduced[:, candidates] != 0  # rows x checks: the pivots in each support
+        live = state.live()
+        pivots = state.pivots[live]
+        on = state.rows[np.ix_(live, candidates)] != 0  # rows x checks: the pivots in each support
         cheapest = cost[candidates].copy()
         if pivots.size:
             through = np.where(on, cost[pivots][:, None], np.iinfo(np.int64).max).min(axis=0)
@@ -162,46 +179,31 @@ class _Search:
             return []
         sizes = on[:, useful].sum(axis=0)
         order = useful[np.lexsort((sizes, -cheapest[useful]))]
-        masks = _row_masks(on) if self.disjoint else None
+        # with disjoint units, checks are disjoint when their pivots are: each check's rows
+        # as one Python integer (one AND per candidate visited), read from one packed
+        # buffer only for the candidates the loop reaches
+        width = (live.size + 7) // 8
+        packed = np.ascontiguousarray(np.packbits(on, axis=0).T).tobytes() if self.disjoint else b""
         taken = 0
         used = np.zeros(x.size, dtype=bool)
         used_units = forced.copy()
         checks: list[tuple[Ids, int, Ids]] = []
         total = 0
         for o in order.tolist():
-            if masks is not None and masks[o] & taken:
+            mask = int.from_bytes(packed[o * width : (o + 1) * width], "big")
+            if mask & taken:
                 continue  # shares a pivot (and so units) with a check taken
             support = np.concatenate([candidates[o : o + 1], pivots[on[:, o]]])
             new = self.units.units_of(support)
             new = new[~forced[new]]
-            if masks is None:
+            if not self.disjoint:
                 if used[support].any() or used_units[new].any():
                     continue
                 used[support] = True
                 used_units[new] = True
-            else:
-                taken |= masks[o]
+            taken |= mask
             checks.append((support, int(cheapest[o]), new))
             total += int(cheapest[o])
             if total >= need:
                 break
         return checks
-
-
-def _row_masks(on: Mask) -> list[int]:
-    """Per column of ``on``: its rows as one Python integer (disjointness by one AND)."""
-    if not on.shape[0]:
-        return [0] * on.shape[1]
-    packed = np.packbits(on, axis=0)
-    return [int.from_bytes(packed[:, j].tobytes(), "big") for j in range(on.shape[1])]
-
-
-def _eliminated(
-    x: Residues, reduced: Residues, pivots: Ids, pick: int, p: int
-) -> tuple[Residues, Residues, Ids]:
-    """x + span(reduced) restricted to the vectors zero on ``pick``, still reduced: the
-    row pivoting ``pick`` out is zero on every other pivot column, so subtracting it keeps
-    them, and its own pivot column becomes an ordinary one."""
-    row = int(np.flatnonzero(reduced[:, pick])[0])
-    zeroed, remaining = eliminated(x, reduced, pick, p)
-    return zeroed, remaining, np.delete(pivots, row)
