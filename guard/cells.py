@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from guard.backends.base import Backend, ResultSet, TableInfo
 from guard.plan.rewrite import Plan, rewrite
@@ -17,6 +18,8 @@ __all__ = ["MAX_CACHED_CELLS", "Cell", "CellGrid", "CellReader", "cells_from_res
 
 #: cells the grids kept by a :class:`CellReader` hold at most (a larger grid is not kept)
 MAX_CACHED_CELLS = 100_000
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,42 @@ class CellReader:
         #: (grid, its cells) by key, least recently used first
         self._grids: OrderedDict[Hashable, tuple[CellGrid, int]] = OrderedDict()
         self._kept = 0
+        self._beside = ThreadPoolExecutor(max_workers=2, thread_name_prefix="guard-beside")
+
+    def kept(self, shape: QueryShape, info: TableInfo) -> CellGrid | None:
+        """The grid of ``shape`` on ``info``'s version if it is kept, else None (no engine
+        query)."""
+        key = (info.name, info.data_version, shape, typed_predicates(shape.predicates))
+        with self._lock:
+            found = self._grids.get(key)
+            if found is not None:
+                self._grids.move_to_end(key)
+                return found[0]
+        return None
+
+    def grid_beside(
+        self, shape: QueryShape, info: TableInfo, other: Callable[[], T] | None
+    ) -> tuple[CellGrid, T | None]:
+        """:meth:`grid` and ``other()`` (None when not given). When the grid is not kept
+        (a first answer), ``other`` runs on a thread of its own while the engine reads the
+        grid: the history audit's query-set query on the finest cells and the cell query
+        each wait on DuckDB, which runs without the GIL, on its own connection.
+
+        Raises:
+            BackendError: the engine failed; or what ``other`` raised.
+        """
+        if other is None:
+            return self.grid(shape, info), None
+        kept = self.kept(shape, info)
+        if kept is not None:
+            return kept, other()
+        beside = self._beside.submit(other)
+        grid = self.grid(shape, info)
+        return grid, beside.result()
+
+    def close(self) -> None:
+        """Stop the thread :meth:`grid_beside` runs ``other`` on."""
+        self._beside.shutdown(wait=True)
 
     def grid(self, shape: QueryShape, info: TableInfo) -> CellGrid:
         """The cells of ``shape`` (as planned: averages with their sums) on ``info``'s version.
@@ -135,11 +174,9 @@ class CellReader:
             BackendError: the engine failed.
         """
         key = (info.name, info.data_version, shape, typed_predicates(shape.predicates))
-        with self._lock:
-            found = self._grids.get(key)
-            if found is not None:
-                self._grids.move_to_end(key)
-                return found[0]
+        found = self.kept(shape, info)
+        if found is not None:
+            return found
         plan = rewrite(shape, info, self._depth, self._backend.capabilities)
         grid = cells_from_result(shape, plan, self._backend.execute(plan.query), info)
         size = len(grid.cells) * max(1, len(shape.aggregates))

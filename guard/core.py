@@ -57,8 +57,7 @@ class _Request:
     trace: Trace = field(default_factory=Trace)
     shape: QueryShape | None = None
     info: TableInfo | None = None
-    #: the log row of its answer, once recorded
-    log_id: int | None = None
+    log_id: int | None = None  #: the log row of its answer, once recorded
 
     def facts(self, bound: bool = True) -> RequestFacts:
         """``bound``: log the SQL with its parameters bound (as literals, from the tree)."""
@@ -157,6 +156,7 @@ class Guard:
         self.close()
 
     def close(self) -> None:
+        self._reader.close()
         if self.history is not None:
             self.history.close()
         self.backend.close()
@@ -249,8 +249,9 @@ class Guard:
         assert info is not None
         if self.policy.noise_mode(front.table, who, front.shape.summed) is NoiseMode.NOISE:
             return self._answer_with_noise(request, front, info, who)
-        shape, grid = self._cells(front.shape, info)  # 4-5 plan, execute
-        sets = self.history.query_sets(front.shape, front.table, info) if self.history else None
+        shape = with_sums(front.shape)  # 4-5 plan, execute (an average is protected as its sums)
+        audit = partial(h.query_sets, front.shape, front.table, info) if (h := self.history) else None
+        grid, sets = self._reader.grid_beside(shape, info, audit)  # and the audit's query sets
         with self._release_lock:
             # protecting an answer and recording what it released is one step: two
             # answers protected at once could each be safe alone and not together
@@ -343,8 +344,7 @@ class Guard:
         return self.backend.table_info(table).types
 
     def _cells(self, shape: QueryShape, info: TableInfo) -> tuple[QueryShape, CellGrid]:
-        """Stages 4-5: the cell query and its cells (an average is protected as the sum
-        it implies, so the planned shape carries the sums)."""
+        """Stages 4-5: the cells (an average is protected as its sums: the shape carries them)."""
         measured = with_sums(shape)
         return measured, self._reader.grid(measured, info)
 

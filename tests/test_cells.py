@@ -4,6 +4,7 @@ shape's cells for another."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import pytest
@@ -69,3 +70,43 @@ def test_grids_beyond_the_limit_are_not_kept(students: Guard, limit: int) -> Non
     shape = _shape(students, "SELECT major, sex, COUNT(*) FROM students GROUP BY major, sex")
     assert reader.grid(shape, info) == reader.grid(shape, info)
     assert engine.runs == 2
+
+
+class _Waiting(_Counting):
+    """An engine whose query waits until ``beside`` has started (at most 10 s)."""
+
+    def __init__(self, backend: Any) -> None:
+        super().__init__(backend)
+        self.beside = threading.Event()
+
+    def execute(self, query: exp.Expr) -> ResultSet:
+        assert self.beside.wait(10), "the other read did not run while the engine read"
+        return super().execute(query)
+
+
+def test_a_first_grid_is_read_while_the_other_read_runs(students: Guard) -> None:
+    engine = _Waiting(students.backend)
+    reader = CellReader(engine, 2)  # type: ignore[arg-type]
+    info = students.backend.table_info("students")
+    shape = _shape(students, "SELECT major, SUM(income) FROM students GROUP BY major")
+    threads: list[threading.Thread] = []
+
+    def other() -> str:
+        threads.append(threading.current_thread())
+        engine.beside.set()
+        return "sets"
+
+    try:
+        grid, found = reader.grid_beside(shape, info, other)
+        assert found == "sets" and threads[0] is not threading.current_thread()
+        assert reader.grid_beside(shape, info, other) == (grid, "sets")  # kept: no engine query
+        assert engine.runs == 1 and threads[1] is threading.current_thread()
+        assert reader.grid_beside(shape, info, None) == (grid, None)
+
+        def failing() -> str:
+            raise ValueError("the other read failed")
+
+        with pytest.raises(ValueError, match="other read failed"):
+            reader.grid_beside(_shape(students, "SELECT COUNT(*) FROM students"), info, failing)
+    finally:
+        reader.close()

@@ -82,10 +82,13 @@ def commit_batch(
         if alone:
             chained = _insert_log(con, rows, hashes)
         else:
-            con.execute("BEGIN")
-            chained = _insert_log(con, rows, hashes)
-            _insert_beside(con, batch, [log_id for log_id, _ in chained])
-            con.execute("COMMIT")
+            try:
+                chained = _transaction(con, batch, rows, hashes, ignore=False)
+            except duckdb.ConstraintException:
+                # a released cell the store has already (what the linker remembers as written
+                # is empty after a restart): the batch again, each key keeping its first status
+                con.execute("ROLLBACK")
+                chained = _transaction(con, batch, rows, hashes, ignore=True)
     except Exception as exc:  # any fault goes to the waiting requests, not to this writer alone
         # a failed COMMIT (disk full) has already ended the transaction: then
         # ROLLBACK fails too, and that must not hide the error that matters
@@ -98,6 +101,24 @@ def commit_batch(
         if len(batch) == 1:
             batch[0].error = _write_error(exc, path)
         return None
+    return chained
+
+
+def _transaction(
+    con: duckdb.DuckDBPyConnection,
+    batch: Sequence[Pending],
+    rows: list[list[Any]],
+    hashes: list[str],
+    ignore: bool,
+) -> list[tuple[int, str]]:
+    """The log ``rows`` of ``batch`` and what its answers add, in one transaction;
+    ``ignore``: a released cell already stored is skipped, else it raises
+    ``duckdb.ConstraintException`` (a plain INSERT costs a quarter of an INSERT OR IGNORE:
+    measured 0.6 against 2.4 ms of CPU for one row of ``released_cells``)."""
+    con.execute("BEGIN")
+    chained = _insert_log(con, rows, hashes)
+    _insert_beside(con, batch, [log_id for log_id, _ in chained], ignore)
+    con.execute("COMMIT")
     return chained
 
 
@@ -140,7 +161,7 @@ def insert_batch(
     ``previous``, and what their answers add, in the caller's transaction; returns each
     record's (log id, hash)."""
     chained = _insert_log(con, *_log_rows(batch, previous))
-    _insert_beside(con, batch, [log_id for log_id, _ in chained])
+    _insert_beside(con, batch, [log_id for log_id, _ in chained], ignore=True)
     return chained
 
 
@@ -176,16 +197,21 @@ def _insert_log(
     return [(ids[hash_], hash_) for hash_ in hashes]
 
 
-def _insert_beside(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:
-    """What the answers of ``batch`` add beside their log rows (``log_ids``)."""
-    _insert_releases(con, batch, log_ids)
+def _insert_beside(
+    con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int], ignore: bool
+) -> None:
+    """What the answers of ``batch`` add beside their log rows (``log_ids``); ``ignore``:
+    skip released cells the store has already."""
+    _insert_releases(con, batch, log_ids, ignore)
     _insert_history(con, batch, log_ids)
     for entry, log_id in zip(batch, log_ids, strict=True):
         if entry.noise is not None:
             _insert_noise(con, entry.record, entry.noise, log_id, entry.ts_text)
 
 
-def _insert_releases(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:
+def _insert_releases(
+    con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int], ignore: bool
+) -> None:
     rows = [
         [
             entry.record.data_version,
@@ -199,7 +225,7 @@ def _insert_releases(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], l
         for entry, log_id in zip(batch, log_ids, strict=True)
         for c in entry.releases
     ]
-    insert_rows(con, "released_cells", rows, ignore=True)
+    insert_rows(con, "released_cells", rows, ignore=ignore)
 
 
 def _insert_history(con: duckdb.DuckDBPyConnection, batch: Sequence[Pending], log_ids: list[int]) -> None:

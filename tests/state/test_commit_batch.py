@@ -25,10 +25,12 @@ class _Recording:
         self.con = duckdb.connect()
         self.con.execute(SCHEMA.read_text())
         self.run: list[str] = []
+        self.texts: list[str] = []
         self.fail, self.after = fail, after
 
     def execute(self, sql: str, *args: Any) -> Any:
         self.run.append(sql.split()[0])
+        self.texts.append(sql)
         if self.fail is not None and sql.startswith(self.fail):
             if self.after:  # written, then reported as failed (as a commit whose reply is lost)
                 self.con.execute(sql, *args)
@@ -57,10 +59,44 @@ def test_a_batch_with_released_cells_is_one_transaction() -> None:
     assert commit_batch(con, batch, GENESIS, Path("x")) is not None  # type: ignore[arg-type]
     assert con.run == ["BEGIN", "INSERT", "INSERT", "COMMIT"]
     assert (con.rows("query_log"), con.rows("released_cells")) == (2, 1)
+    assert not any("OR IGNORE" in text for text in con.texts)  # the plain insert, when no key is there
+
+
+def _statuses(con: _Recording) -> list[tuple[str, str, int]]:
+    found = con.con.execute("SELECT cell_key, status, log_id FROM released_cells ORDER BY cell_key")
+    return [(str(key), str(status), int(log_id)) for key, status, log_id in found.fetchall()]
+
+
+def test_a_released_cell_already_stored_keeps_its_first_status() -> None:
+    con = _Recording()
+    assert commit_batch(con, [_entry(1, releases=(RELEASE,))], GENESIS, Path("x")) is not None  # type: ignore[arg-type]
+    previous = con.con.execute("SELECT record_hash FROM query_log").fetchone()
+    assert previous is not None
+    withheld = Release("people", "count", '["x"]', ReleaseStatus.WITHHELD)
+    other = Release("people", "count", '["y"]', ReleaseStatus.WITHHELD)
+    con.run.clear()
+    batch = [_entry(2, releases=(withheld, other)), _entry(3)]
+    chained = commit_batch(con, batch, str(previous[0]), Path("x"))  # type: ignore[arg-type]
+    # the plain insert meets the stored key: the whole batch again, skipping it (the
+    # attempt drew ids from the sequence, which no rollback returns: ids may skip)
+    assert con.run == ["BEGIN", "INSERT", "INSERT", "ROLLBACK", "BEGIN", "INSERT", "INSERT", "COMMIT"]
+    assert chained is not None and con.rows("query_log") == 3
+    first, second = (log_id for log_id, _ in chained)
+    assert 1 < first < second
+    assert _statuses(con) == [('["x"]', "published", 1), ('["y"]', "withheld", first)]
+
+
+def test_a_cell_released_twice_in_one_batch_keeps_the_first() -> None:
+    con = _Recording()
+    withheld = Release("people", "count", '["x"]', ReleaseStatus.WITHHELD)
+    batch = [_entry(1, releases=(RELEASE,)), _entry(2, releases=(withheld,))]
+    chained = commit_batch(con, batch, GENESIS, Path("x"))  # type: ignore[arg-type]
+    assert chained is not None and con.rows("query_log") == 2
+    assert _statuses(con) == [('["x"]', "published", chained[0][0])]
 
 
 def test_a_failed_write_leaves_nothing() -> None:
-    cases = (("INSERT INTO query_log", [_entry(1)]), ("INSERT OR", [_entry(1, releases=(RELEASE,))]))
+    cases = (("INSERT INTO query_log", [_entry(1)]), ("INSERT INTO rel", [_entry(1, releases=(RELEASE,))]))
     for fail, batch in cases:
         con = _Recording(fail)
         assert commit_batch(con, batch, GENESIS, Path("state")) is None  # type: ignore[arg-type]
