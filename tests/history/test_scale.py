@@ -1,6 +1,6 @@
 """Scale: 1,000 random conjunctive queries over a 100,000-row table with 5 dimensions.
 
-Prints the decision times (``pytest -s`` shows them) and checks that the state stays
+Prints the decision times in CPU time (``pytest -s`` shows them) and checks that the state stays
 compact: the basis never exceeds the atoms, and memory is O(r^2 + rows + atoms), far
 below what a dense r x atoms echelon form would take.
 """
@@ -45,7 +45,9 @@ def test_thousand_queries_over_100k_rows() -> None:
                 values = rng.choice(CARDINALITIES[d], count, replace=False)
                 selected &= np.logical_or.reduce([masks[d][v] for v in values])
         query = np.flatnonzero(selected)
-        start = time.perf_counter()
+        # the thread's CPU time: what the audit costs, whatever else shares the cores (a
+        # wall-clock budget failed on a machine at load 12-16 and passed at load 6)
+        start = time.thread_time()
         if auditor.implied(query):
             decision = "implied"
         elif auditor.would_disclose(query, k=K):
@@ -54,7 +56,7 @@ def test_thousand_queries_over_100k_rows() -> None:
             auditor.release(query, tag=i)
             released.append(query)
             decision = "released"
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
         outcome[decision] += 1
         attacks += attack
         attacks_refused += attack and decision == "refused"
@@ -71,7 +73,7 @@ def test_thousand_queries_over_100k_rows() -> None:
     )
     assert outcome["released"] == rank <= atoms
     assert attacks > 40 and attacks_refused == attacks, "every difference isolating < K rows is refused"
-    assert ms.sum() < 20_000, "the audit must stay interactive at this scale"
+    assert ms.sum() < 20_000, "the audit must stay interactive at this scale (CPU ms)"
     # per row: weights (2 x uint32) + partition (6 int64 + 1 byte); per atom: weights, basis, sizes;
     # M^-1 and y grow by doubling, so at most (2r)^2 and 2r x 2 entries
     bound = ROWS * (8 + 49) + 8 * (2 * atoms) * 6 + 8 * ((2 * rank) ** 2 + 4 * rank) + 4096
