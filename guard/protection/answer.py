@@ -131,12 +131,12 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
     k = protection.min_query_set_size
     size_rule = f"{qss.NAME}(k={k})"
     by_rule: dict[str, int] = {}
-    secondary = audited = 0
+    secondary = by_history = 0
     for why in withheld.values():
         if why.kind is WithheldKind.SECONDARY:
             secondary += 1
         elif why.kind is WithheldKind.HISTORY:
-            audited += 1
+            by_history += 1
         else:
             by_rule[why.rule] = by_rule.get(why.rule, 0) + 1
     notes = []
@@ -157,9 +157,9 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
             f"sensitive cell can be recomputed from the released cells and totals "
             f"(method: {', '.join(methods)})"
         )
-    if audited:
+    if by_history:
         notes.append(
-            f"{audited} of {total} cells withheld by the exact history audit, as when they were asked "
+            f"{by_history} of {total} cells withheld by the exact history audit, as when they were asked "
             "before: with the answers already given, they would reveal a total that the sensitivity "
             "rules protect"
         )

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
-from scipy.sparse.csgraph import connected_components
 
+from guard.suppression.entries import linked_labels, positions
 from guard.suppression.model import ProtectionLevels, required_levels
 from guard.suppression.table import K, Key, Table
 
@@ -125,16 +125,14 @@ def _components(table: Table, hidden: list[int]) -> list[tuple[list[int], list[i
     parts (scipy) of the graph of relations and their withheld cells. Groups come in the
     order of their first cell in ``hidden``, relations in their order in the table, so
     the LPs are built the same way every time."""
-    linked = table.matrix[:, hidden].tocsr()
-    linked.data = np.ones_like(linked.data)
-    m = linked.shape[0]
-    graph = sparse.bmat([[None, linked], [linked.T, None]], format="csr")
-    _, label = connected_components(graph, directed=False)
+    csc = table.csc
+    cell_label, relation_label = linked_labels(csc, np.asarray(hidden, dtype=np.int64))
     groups: dict[int, tuple[list[int], list[int]]] = {}
     for j, i in enumerate(hidden):
-        groups.setdefault(int(label[m + j]), ([], []))[0].append(i)
-    for r in np.flatnonzero(np.diff(linked.indptr)).tolist():
-        groups[int(label[r])][1].append(r)
+        groups.setdefault(int(cell_label[j]), ([], []))[0].append(i)
+    touched = np.unique(csc.indices[positions(csc.indptr, np.asarray(hidden, dtype=np.int64))])
+    for r in touched.tolist():
+        groups[int(relation_label[r])][1].append(r)
     return list(groups.values())
 
 

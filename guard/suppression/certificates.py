@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Set
 import numpy as np
 from scipy import sparse
 
+from guard.suppression.entries import positions
 from guard.suppression.table import Key, Table
 
 __all__ = ["Certificates"]
@@ -188,10 +189,8 @@ def _product(columns: sparse.csc_matrix, support: np.ndarray, values: np.ndarray
     scipy's order (column by column, entries as stored; ``np.add.at`` adds in order), so
     the same floating-point residual decides."""
     pointer = columns.indptr
-    starts = pointer[support]
-    counts = pointer[support + 1] - starts
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    where = np.repeat(starts, counts) + offsets
+    counts = pointer[support + 1] - pointer[support]
+    where = positions(pointer, support)
     residual = np.zeros(columns.shape[0])
     np.add.at(residual, columns.indices[where], columns.data[where] * np.repeat(values, counts))
     return residual

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import sparse
 
 from guard.highs import LpResult, LpStatus, solve_lp
+from guard.suppression.entries import positions
 from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["DeviationProblem", "cheapest_deviation"]
@@ -241,14 +242,7 @@ def _paired(part: sparse.csc_matrix) -> sparse.csc_matrix:
 def _entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) -> np.ndarray:
     """The minor indices stored in ``lines`` (rows of a CSR, columns of a CSC), in order:
     ``matrix[lines].indices`` without building the matrix."""
-    pointer = matrix.indptr
-    starts, ends = pointer[lines], pointer[np.asarray(lines) + 1]
-    counts = ends - starts
-    if not counts.sum():
-        return np.zeros(0, dtype=matrix.indices.dtype)
-    # position of every entry: each line's start plus its offset within the line
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    found: np.ndarray = matrix.indices[np.repeat(starts, counts) + offsets]
+    found: np.ndarray = matrix.indices[positions(matrix.indptr, lines)]
     return found
 
 
@@ -258,11 +252,8 @@ def _submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_
     of each column kept in its stored order, rows renumbered in order), so the LP HiGHS
     receives is the same, without scipy's general fancy indexing per LP."""
     pointer = csc.indptr
-    starts = pointer[columns]
-    counts = pointer[columns + 1] - starts
-    total = int(counts.sum())
-    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    where = np.repeat(starts, counts) + offsets
+    counts = pointer[columns + 1] - pointer[columns]
+    where = positions(pointer, columns)
     found = csc.indices[where]
     rows = np.unique(found)
     indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)

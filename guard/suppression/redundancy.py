@@ -33,10 +33,10 @@ from collections.abc import Set
 import highspy
 import numpy as np
 from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from guard.highs import lp_model
 from guard.suppression.certificates import Certificates
+from guard.suppression.entries import linked_labels, positions
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -170,19 +170,7 @@ class _DeviationLp:
         key = frozenset(hidden)
         if self._labelled is None or self._labelled[0] != key:
             cells = np.fromiter(sorted(key), dtype=np.int64, count=len(key))
-            pointer = self._csc.indptr
-            counts = pointer[cells + 1] - pointer[cells]
-            offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-            relations = self._csc.indices[np.repeat(pointer[cells], counts) + offsets]
-            h = len(cells)
-            # nodes: the cells (0..h-1), then every relation (h + its row): one edge
-            # per membership, the graph undirected
-            members = np.repeat(np.arange(h), counts)
-            graph = sparse.csr_matrix(
-                (np.ones(len(members)), (members, h + relations)), shape=(h + self._csc.shape[0],) * 2
-            )
-            _, labels = connected_components(graph, directed=False)
-            self._labelled = (key, cells, labels[:h])
+            self._labelled = (key, cells, linked_labels(self._csc, cells)[0])
         _, cells, labels = self._labelled
         at = int(np.searchsorted(cells, p))
         component: np.ndarray = cells[labels == labels[at]].astype(int)
@@ -200,10 +188,8 @@ class _DeviationLp:
         # gathered from the table's CSC arrays (scipy's slicing and stacking cost as
         # much as the LP): the same matrix, entries in the same order
         pointer = self._csc.indptr
-        starts = pointer[cells]
-        counts = pointer[cells + 1] - starts
-        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        where = np.repeat(starts, counts) + offsets
+        counts = pointer[cells + 1] - pointer[cells]
+        where = positions(pointer, cells)
         rows = np.unique(self._csc.indices[where])
         if not len(rows):  # no relation holds p: it moves alone within its bounds
             lone = np.array([level if upward else -level])
