@@ -32,11 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Set
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
+from guard.suppression.entries import linked_labels, positions
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.insiders import MAX_PIVOT_WORK, InsiderProver, insider_levels, same_unit
 from guard.suppression.model import Levels, Protection, ProtectionInfeasible, ProtectionUnverified
@@ -255,21 +254,16 @@ def insider_reach(table: Table, hidden: Set[int]) -> Callable[[frozenset[int]], 
     a withheld cell connected to ``start``. The connected parts of the graph of
     relations and their withheld cells are found once (scipy), so each insider costs the
     size of her answer, not a walk over the table."""
-    cells = table.relation_cells
-    m = len(cells)
-    edges = [(r, m + c) for r, members in enumerate(cells) for c in members if c in hidden]
-    rows = np.fromiter((e[0] for e in edges), dtype=np.int64, count=len(edges))
-    columns = np.fromiter((e[1] for e in edges), dtype=np.int64, count=len(edges))
-    size = m + len(table)
-    graph = csr_matrix((np.ones(len(edges)), (rows, columns)), shape=(size, size))
-    _, label = connected_components(graph, directed=False)
+    cells = np.fromiter(sorted(hidden), dtype=np.int64, count=len(hidden))
+    cell_label, relation_label = linked_labels(table.csc, cells)
+    label_of = dict(zip(cells.tolist(), cell_label.tolist(), strict=True))
     around: dict[int, set[int]] = {}
-    for r in np.unique(rows).tolist():
-        around.setdefault(int(label[r]), set()).update(cells[r])
+    for r in np.unique(table.csc.indices[positions(table.csc.indptr, cells)]).tolist():
+        around.setdefault(int(relation_label[r]), set()).update(table.relation_cells[r])
 
     def reach(start: frozenset[int]) -> set[int]:
         found = set(start)
-        for part in {int(label[m + c]) for c in start if c in hidden}:
+        for part in {label_of[c] for c in start if c in label_of}:
             found |= around.get(part, set())
         return found
 
