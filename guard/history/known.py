@@ -22,7 +22,6 @@ from pyroaring import BitMap
 
 from guard.history.released import ReleasedSets
 from guard.history.rowsets import RowIds, as_bitmap, fingerprint
-from guard.history.steps import Step
 
 __all__ = ["MAX_IMPLIED_ROWS", "KnownSets"]
 
@@ -42,12 +41,12 @@ class KnownSets:
         # ``release`` of the same set, and a copy compares faster than a bitmap is built
         self._last: tuple[RowIds, bytes] | None = None
 
-    def lookup(self, rows: RowIds, step_of: Callable[[RowIds], Step]) -> tuple[Step | None, bytes]:
-        """The step that would release ``rows`` (sorted, distinct), or None when the set
-        is implied: known to lie in the span, or found so by ``step_of(rows)`` (then
-        remembered); and the set's digest, for :meth:`add_released`."""
+    def lookup(self, rows: RowIds, implied: Callable[[RowIds], bool]) -> tuple[bool, bytes]:
+        """Whether ``rows`` (sorted, distinct) lies in the span: known to, or found so by
+        ``implied(rows)`` (then remembered); and the set's digest, for
+        :meth:`add_released`."""
         if self._last is not None and np.array_equal(self._last[0], rows):
-            return None, self._last[1]
+            return True, self._last[1]
         key = fingerprint(rows)
         index = self._stored.get(key)
         copy = self._implied.get(key)
@@ -55,12 +54,11 @@ class KnownSets:
             copy is not None and copy == as_bitmap(rows)
         ):
             self._last = (rows.copy(), key)
-            return None, key
-        step = step_of(rows)
-        if step.growth is None:
+            return True, key
+        if implied(rows):
             self._remember_implied(key, rows)
-            return None, key
-        return step, key
+            return True, key
+        return False, key
 
     def add_released(self, key: bytes) -> None:
         """The set with digest ``key`` (from :meth:`lookup`) was just stored as the last

@@ -54,7 +54,7 @@ from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, ra
 from guard.history.pairs import PairSearch
 from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import QuerySet, as_row_ids
-from guard.history.steps import Growth, Ids, Residues, Step
+from guard.history.steps import Growth, Ids, Planned, Residues, Step, grown
 
 __all__ = ["AtomDisclosure", "AtomView", "SensitivePredicate", "SpanAuditor"]
 
@@ -101,6 +101,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._uncovered: int | None = 0  # the atom no released query touches (column 0)
         self._version = 0
         self._cache: tuple[tuple[int, ...], Step] | None = None  # the last step, by cheap key
+        self._plan: Planned | None = None  # the last plan, by the same key
         self._index: dict[int, list[int]] | None = None  # built on the first pair search
         self._cuts = 0  # commits so far: the atoms' representatives change only then
         #: (commits, the atoms' probe, their representatives) as of that many commits
@@ -145,7 +146,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     def implied(self, query_set: QuerySet) -> bool:
         """True when the SUM over ``query_set`` follows from earlier releases (answer it, change nothing)."""
-        return self._known.lookup(as_row_ids(query_set, self._partition.row_count), self._step)[0] is None
+        return self._known.lookup(as_row_ids(query_set, self._partition.row_count), self._is_implied)[0]
 
     def release(self, query_set: QuerySet, tag: Hashable = None) -> bool:
         """Record ``query_set`` as answered; ``tag`` names it in forensics (e.g. the log id).
@@ -153,7 +154,9 @@ class SpanAuditor(PairSearch, DisclosureReport):
         Returns False, changing nothing, when the query is implied by earlier releases.
         The caller decides; ``release`` never refuses.
         """
-        step, key = self._known.lookup(as_row_ids(query_set, self._partition.row_count), self._step)
+        rows = as_row_ids(query_set, self._partition.row_count)
+        implied, key = self._known.lookup(rows, self._is_implied)
+        step = None if implied else self._step(rows)
         if step is None or step.growth is None:
             return False
         self._commit(step, step.growth, tag)
@@ -260,28 +263,36 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     def _step(self, query_set: QuerySet) -> Step:
         """The step for ``query_set``; implied / would_disclose / release of one set share it."""
+        plan = self._planned(query_set)
+        if self._cache is not None and self._cache[0] == plan.key:
+            return self._cache[1]
+        step = Step(plan.cut, plan.in_query, None if plan.implied else self._growth(plan))
+        self._cache = (plan.key, step)
+        return step
+
+    def _is_implied(self, rows: Ids) -> bool:
+        return self._planned(rows).implied
+
+    def _planned(self, query_set: QuerySet) -> Planned:
         rows = as_row_ids(query_set, self._partition.row_count)
         sums = [int(weights[rows].sum(dtype=np.int64)) for weights in self._row_weight]
         # Two different sets share size and exact secret weight sums w.p. <= 2**(-32 K).
         key = (self._version, rows.size, *sums)
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
-        cut = self._partition.plan(rows)
+        if self._plan is not None and self._plan.key == key:
+            return self._plan
+        p, cut = self._p, self._partition.plan(rows)
         whole_pos = self._basis_pos[cut.whole]
         in_query = whole_pos[whole_pos >= 0]
-        query_weight = np.array(sums, dtype=np.int64) % self._p
-        step = Step(cut, in_query, self._growth(cut, in_query, query_weight))
-        self._cache = (key, step)
-        return step
-
-    def _growth(self, cut: Refinement, in_query: Ids, query_weight: Residues) -> Growth | None:
-        p = self._p
+        query_weight = np.array(sums, dtype=np.int64) % p
         basis_weight = sum_mod(self._atom_weight[self._atoms_at(in_query)], p)
-        if not cut.cuts_anything and not self._opens_new_rows(cut):
-            residual = (query_weight - basis_weight - sum_mod(self._basis.y[in_query], p)) % p
-            if not residual.any():
-                return None
+        implied = not cut.cuts_anything and not self._opens_new_rows(cut)
+        if implied:  # then iff its weight less its basis atoms' and q_B . y is 0 in every copy
+            implied = not ((query_weight - basis_weight - sum_mod(self._basis.y[in_query], p)) % p).any()
+        self._plan = Planned(key, cut, in_query, query_weight, basis_weight, implied)
+        return self._plan
 
+    def _growth(self, plan: Planned) -> Growth:
+        p, cut, in_query, basis_weight = self._p, plan.cut, plan.in_query, plan.basis_weight
         weight_in = cut.group_sums(self._row_weight) % p
         weight_out = (self._atom_weight[cut.split] - weight_in) % p
         # A cut basis atom keeps its column; its inside part joins the non-basis weights.
@@ -292,7 +303,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         new_atom, new_weight, new_in_query, border = self._new_basis_atom(
             cut, in_query, weight_in, weight_out
         )
-        outside = (query_weight - basis_weight - (new_weight if new_in_query else 0)) % p
+        outside = (plan.query_weight - basis_weight - (new_weight if new_in_query else 0)) % p
         return Growth(
             weight_in=weight_in,
             weight_out=weight_out,
@@ -388,7 +399,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if self._index is not None:
             self._update_index(cut, growth)
         self._partition.apply(cut)
-        self._reserve_atoms(self._partition.atom_count)
+        self._atom_weight = grown(self._atom_weight, self._partition.atom_count, 0)
+        self._basis_pos = grown(self._basis_pos, self._partition.atom_count, -1)
         self._atom_weight[cut.children] = growth.weight_in
         self._atom_weight[cut.split] = growth.weight_out
         self._basis_pos[cut.children] = -1
@@ -401,13 +413,3 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._cuts += 1
         self._cache = None
         self._committed = (step, self._version)
-
-    def _reserve_atoms(self, needed: int) -> None:
-        if needed <= self._basis_pos.size:
-            return
-        capacity = max(needed, 2 * self._basis_pos.size)
-        weight = np.zeros((capacity, self._atom_weight.shape[1]), dtype=np.int64)
-        weight[: self._atom_weight.shape[0]] = self._atom_weight
-        position = np.full(capacity, -1, dtype=np.int64)
-        position[: self._basis_pos.size] = self._basis_pos
-        self._atom_weight, self._basis_pos = weight, position

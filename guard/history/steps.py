@@ -11,7 +11,7 @@ import numpy.typing as npt
 from guard.history.atoms import Refinement
 from guard.history.basis import Border
 
-__all__ = ["Growth", "Ids", "Residues", "Step"]
+__all__ = ["Growth", "Ids", "Planned", "Residues", "Step", "grown"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
@@ -36,3 +36,28 @@ class Step:
     cut: Refinement
     in_query: Ids  # basis positions of the atoms the query covers whole
     growth: Growth | None  # None: implied by earlier releases
+
+
+@dataclass(frozen=True, eq=False)
+class Planned:
+    """The first half of a step: how a query set cuts the atoms and whether it is implied.
+    Whether it is implied needs no growth (the residual of its weight on the basis is
+    enough), so a set asked only to be checked costs no growth when it is implied or cuts
+    something (a query set withheld before, asked again)."""
+
+    key: tuple[int, ...]  # (auditor version, size, secret weight sums)
+    cut: Refinement
+    in_query: Ids
+    query_weight: Residues
+    basis_weight: Residues
+    implied: bool
+
+
+def grown(array: npt.NDArray[np.int64], needed: int, fill: int) -> npt.NDArray[np.int64]:
+    """``array`` with at least ``needed`` rows (capacity doubled: amortized O(1) per
+    row), the new rows set to ``fill``; ``array`` itself when it has them."""
+    if needed <= array.shape[0]:
+        return array
+    out = np.full((max(needed, 2 * array.shape[0]), *array.shape[1:]), fill, dtype=np.int64)
+    out[: array.shape[0]] = array
+    return out

@@ -35,9 +35,9 @@ def _stream(rng: random.Random, n: int, length: int) -> list[list[int]]:
 class _Counted(SpanAuditor):
     steps = 0
 
-    def _step(self, query_set):  # type: ignore[no-untyped-def]
+    def _planned(self, query_set):  # type: ignore[no-untyped-def]
         self.steps += 1
-        return super()._step(query_set)
+        return super()._planned(query_set)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -95,3 +95,21 @@ def test_copies_of_implied_sets_stop_at_their_bound(monkeypatch: pytest.MonkeyPa
     before = auditor.steps
     assert auditor.implied(whole)  # not kept: derived again, still implied
     assert auditor.steps == before + 1
+
+
+def test_asking_whether_a_set_is_implied_derives_no_growth() -> None:
+    grew: list[int] = []
+
+    class _Grown(SpanAuditor):
+        def _growth(self, plan):  # type: ignore[no-untyped-def]
+            grew.append(1)
+            return super()._growth(plan)
+
+    auditor = _Grown(np.arange(6), prime=1_125_899_906_842_597)
+    auditor.release(np.array([0, 1, 2]))
+    assert len(grew) == 1
+    assert not auditor.implied(np.array([0, 1]))  # cuts an atom: independent, no growth yet
+    assert not auditor.implied(np.array([3, 4]))  # new rows
+    assert len(grew) == 1
+    assert auditor.exposure(np.array([0, 1])) is not None  # the release's growth, when asked
+    assert len(grew) == 2
