@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -118,9 +118,13 @@ class GroupSearch:
         self._stuck_atom = np.full(16, -1, dtype=np.int64)
         self._stuck_rank = np.zeros(16, dtype=np.int64)
         self._stuck_mark = np.zeros(16, dtype=np.int64)
-        # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
+        # per committed atom: 1 small, 0 large (with _flag_size rows, _flag_units units), -1 unknown
         self._flag = np.full(16, -1, dtype=np.int8)
         self._flag_size = np.zeros(16, dtype=np.int64)
+        self._flag_units = np.zeros(16, dtype=np.int64)
+        #: units of disjoint rows add up and no cell is flagged: a cut atom's outside part has
+        #: its units less its inside part's, without reading its rows (``_classifier``)
+        self._subtract = bool(getattr(units, "disjoint", False)) and sensitive is None
         #: nodes the current answer may still visit (``begin_answer``)
         self._answer_nodes = MAX_ANSWER_NODES
         #: the exact rows the last check read: (its step, positions, rows), the basis rows
@@ -255,13 +259,11 @@ class GroupSearch:
         self._stuck_atom[position], self._stuck_rank[position], self._stuck_mark[position] = atom, rank, mark
 
     def _reserve_stuck(self, rank: int) -> None:
-        if rank <= self._stuck_atom.size:
-            return
-        grown = max(rank, 2 * self._stuck_atom.size)
-        extra = grown - self._stuck_atom.size
-        self._stuck_atom = np.concatenate([self._stuck_atom, np.full(extra, -1, dtype=np.int64)])
-        self._stuck_rank = np.concatenate([self._stuck_rank, np.zeros(extra, dtype=np.int64)])
-        self._stuck_mark = np.concatenate([self._stuck_mark, np.zeros(extra, dtype=np.int64)])
+        if rank > self._stuck_atom.size:
+            grown = max(rank, 2 * self._stuck_atom.size)
+            self._stuck_atom = _grown(self._stuck_atom, grown, -1)
+            self._stuck_rank = _grown(self._stuck_rank, grown)
+            self._stuck_mark = _grown(self._stuck_mark, grown)
 
     def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
         """The basis rows at ``positions`` (dense, over every atom) from the last check's
@@ -291,15 +293,16 @@ class GroupSearch:
         atoms (cut or created by a tentative step) are read with ``rows_of``, unless they
         are part of a committed atom remembered small (``parents``: each new part's cut
         atom): a part of a small atom is small (fewer units, inside the same sensitive
-        set), so only parts of large atoms are counted."""
+        set), so only parts of large atoms are counted; where units add up (``units.disjoint``)
+        and no cell is flagged, an outside part by its atom's units less its inside part's:
+        the same count, so the same flags."""
         parents = {} if parents is None else parents
+        inside = {parent: child for child, parent in parents.items()}  # a cut atom's inside part
         count = partition.atom_count
         if self._flag.size < count:
             grown = max(count, 2 * self._flag.size)
-            self._flag = np.concatenate([self._flag, np.full(grown - self._flag.size, -1, dtype=np.int8)])
-            self._flag_size = np.concatenate(
-                [self._flag_size, np.zeros(grown - self._flag_size.size, np.int64)]
-            )
+            self._flag, self._flag_size = _grown(self._flag, grown, -1), _grown(self._flag_size, grown)
+            self._flag_units = _grown(self._flag_units, grown)
         sizes = partition.sizes()
         changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
         # the committed atoms a tentative step cuts, as a mask over atom ids (an isin
@@ -325,9 +328,10 @@ class GroupSearch:
                     small_parent = 0 <= parent < count and self._flag[parent] == 1
                     out[i] = small_parent or self._protectable(rows_of(atom))
                     continue
-                out[i] = self._protectable(partition.rows(atom))
-                self._flag[atom] = int(out[i])
-                self._flag_size[atom] = sizes[atom]
+                rows = partition.rows(atom)
+                units = self._counter.units(rows)
+                out[i] = units < self.k or self._set_of(rows) >= 0  # _protectable(rows)
+                self._flag[atom], self._flag_size[atom], self._flag_units[atom] = out[i], sizes[atom], units
             # a cut atom remembered large: its outside part is read afresh (one remembered
             # small stays small)
             recheck = committed & (flags == 0)
@@ -336,17 +340,18 @@ class GroupSearch:
             else:
                 recheck[recheck] = cut_mask[atoms[recheck]]
             for i in np.flatnonzero(recheck).tolist():
-                out[i] = self._protectable(rows_of(int(atoms[i])))
+                atom = int(atoms[i])
+                if self._subtract and atom in inside:
+                    out[i] = self._flag_units[atom] - self._counter.units(rows_of(inside[atom])) < self.k
+                else:
+                    out[i] = self._protectable(rows_of(atom))
             return out
 
         return small_of
 
-    def _units(self, rows: RowIds) -> int:
-        return self._counter.units(rows)
-
     def _protectable(self, rows: RowIds) -> bool:
         """Fewer than k units, or inside one sensitive set: such an atom may be in a disclosure."""
-        if self._units(rows) < self.k:
+        if self._counter.units(rows) < self.k:
             return True
         return self._set_of(rows) >= 0
 
@@ -356,9 +361,6 @@ class GroupSearch:
             return -1
         sets = self._sensitive[np.asarray(rows, dtype=np.int64)]
         return int(sets[0]) if sets[0] >= 0 and bool((sets == sets[0]).all()) else -1
-
-    def _unit_ids(self, rows: RowIds) -> BitMap:
-        return self._counter.unit_ids(rows)
 
     def _smallest(
         self, exposure: Exposure, vectors: Residues, coordinates: Ids, phi: Residues, every: Ids
@@ -381,7 +383,7 @@ class GroupSearch:
             (vectors[i] - mul_mod(star, int(phi[i]), p)) % p for i in range(vectors.shape[0]) if i != first
         ]
         rest = np.array(others, dtype=np.int64).reshape(len(others), vectors.shape[1])
-        units = UnitMatrix.of([self._unit_ids(exposure.rows_of(int(a))) for a in coordinates])
+        units = UnitMatrix.of([self._counter.unit_ids(exposure.rows_of(int(a))) for a in coordinates])
         allowed = min(MAX_NODES, self._answer_nodes)
         budget = [allowed]
         found = smallest_group(star, rest, units, self.k, p, budget)
@@ -392,7 +394,7 @@ class GroupSearch:
             return self._inside_sensitive(exposure, star, rest, coordinates, every, p)
         support = coordinates[found != 0]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
-        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows))
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._counter.units(rows))
 
     def _inside_sensitive(
         self, exposure: Exposure, star: Residues, rest: Residues, coordinates: Ids, every: Ids, p: int
@@ -410,4 +412,9 @@ class GroupSearch:
         every_set = np.array([self._set_of(exposure.rows_of(int(a))) for a in every], dtype=np.int64)
         support = every[every_set == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
-        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._counter.units(rows), sensitive=True)
+
+
+def _grown(values: npt.NDArray[Any], size: int, fill: int = 0) -> npt.NDArray[Any]:
+    """``values`` extended to ``size`` entries with ``fill``."""
+    return np.concatenate([values, np.full(size - values.size, fill, dtype=values.dtype)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pyroaring import BitMap
 
 from guard.history.groups import GroupSearch
 from guard.history.span import SpanAuditor
@@ -44,3 +45,66 @@ def test_small_atoms_after_a_query_are_counted_as_afresh(seed: int, sensitive: b
         search.tidy(auditor)  # remembers committed atoms' flags, as the screen does
     assert checked > 20
     assert remembered > 0
+
+
+class _Weighted:
+    """Units of auditor rows that share no unit (finest cells of a table with one row per
+    person): row i holds ``weight[i]`` units of its own, so units add up (``disjoint``)."""
+
+    disjoint = True
+
+    def __init__(self, weight: np.ndarray) -> None:
+        self.offsets = np.concatenate([[0], np.cumsum(weight)])
+
+    def unit_ids(self, rows: np.ndarray) -> BitMap:
+        found = BitMap()
+        for i in np.asarray(rows, dtype=np.int64).tolist():
+            found.add_range(int(self.offsets[i]), int(self.offsets[i + 1]))
+        return found
+
+    def units(self, rows: np.ndarray) -> int:
+        return len(self.unit_ids(rows))  # counted from the ids, not by adding weights
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_outside_parts_counted_by_subtraction_are_counted_as_afresh(seed: int) -> None:
+    """Where units add up, a cut atom remembered large has its outside part's units as
+    its own less its inside part's (never reading the outside rows): the flags are those
+    of counting every part's rows afresh, and the subtraction is taken."""
+    rng = np.random.default_rng(7400 + seed)
+    n = 300
+    units = _Weighted(rng.integers(0, 3, size=n))  # empty finest cells too
+    search = GroupSearch(6, units)
+    assert search._subtract
+    auditor = SpanAuditor(np.arange(n))
+    checked = subtracted = 0
+    for _ in range(60):
+        start = int(rng.integers(0, n - 2))
+        q = np.arange(start, min(n, start + int(rng.integers(2, 30))))
+        if rng.random() < 0.5:
+            q = np.sort(rng.choice(n, size=int(rng.integers(3, 30)), replace=False))
+        exposure = auditor.exposure(q)
+        if exposure is None:
+            continue
+        cut = exposure.step.cut
+        parents = dict(zip(cut.children.tolist(), cut.split.tolist(), strict=True))
+        reads: list[int] = []
+
+        def rows_of(atom: int, exposure=exposure, reads=reads) -> np.ndarray:  # type: ignore[no-untyped-def]
+            reads.append(atom)
+            return exposure.rows_of(atom)
+
+        sizes = exposure.partition.sizes()
+        flag, flag_size = search._flag[cut.split], search._flag_size[cut.split]
+        remembered_large = set(cut.split[(flag == 0) & (flag_size == sizes[cut.split])].tolist())
+        small_of = search._classifier(exposure.partition, exposure.changed_atoms(), rows_of, parents)
+        atoms = np.arange(exposure.atom_count, dtype=np.int64)
+        expected = np.array([units.units(exposure.rows_of(int(a))) < search.k for a in atoms])
+        assert (small_of(atoms) == expected).all()
+        assert not remembered_large & set(reads)  # their outside rows were never read
+        subtracted += len(remembered_large)
+        checked += 1
+        auditor.release(q)
+        search.tidy(auditor)
+    assert checked > 20
+    assert subtracted > 20  # the subtraction was taken
