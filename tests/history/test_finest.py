@@ -55,7 +55,7 @@ def test_other_selections_and_typed_constants_get_their_own_sets(
 
 def test_disjoint_units_add_up_over_disjoint_cells(finest: FinestCells) -> None:
     """One row per student: no unit spans two finest cells, so the group search may count
-    a part of an atom as the atom less its other part (``GroupSearch._subtract``)."""
+    a part of an atom as the atom less its other part (``SmallAtoms.subtract``)."""
     assert finest.disjoint
     rng = np.random.default_rng(5)
     for _ in range(20):
