@@ -96,6 +96,10 @@ class ReleasedSets:
         self._sets.append(as_bitmap(rows))
         self._tags.append(tag)
 
+    def equals(self, index: int, rows: BitMap) -> bool:
+        """Whether stored set ``index`` holds exactly ``rows``."""
+        return bool(self._sets[index] == rows)
+
     def column(self, row: int) -> npt.NDArray[np.bool_]:
         """Which released sets contain ``row``: the column of its atom in M."""
         return np.fromiter((row in s for s in self._sets), dtype=bool, count=len(self._sets))

@@ -49,6 +49,7 @@ from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
 from guard.history.exposure import Exposure
 from guard.history.findings import AtomDisclosure, AtomView, DisclosureReport, SensitivePredicate
+from guard.history.known import KnownSets
 from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, random_prime, sum_mod
 from guard.history.pairs import PairSearch
 from guard.history.released import Probe, ReleasedSets
@@ -96,6 +97,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._basis_pos = np.full(16, -1, dtype=np.int64)  # per atom: its basis position, or -1
         self._basis = InverseBasis(self._p, copies)
         self._released = ReleasedSets()  # the independent released query sets: the rows of M
+        self._known = KnownSets(self._released)  # sets in the span: asked again, no step
         self._uncovered: int | None = 0  # the atom no released query touches (column 0)
         self._version = 0
         self._cache: tuple[tuple[int, ...], Step] | None = None  # the last step, by cheap key
@@ -125,7 +127,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         """Memory of the audit state, O(nonzeros of M^-1 + rows + atoms), without the stored
         query sets."""
         arrays = (self._row_weight, self._atom_weight, self._basis_pos)
-        return self._partition.nbytes() + self._basis.nbytes() + sum(a.nbytes for a in arrays)
+        parts = self._partition.nbytes() + self._basis.nbytes() + self._known.nbytes()
+        return parts + sum(a.nbytes for a in arrays)
 
     def history_nbytes(self) -> int:
         """Memory of the stored query sets (bitmaps), which the column lookups read."""
@@ -142,7 +145,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     def implied(self, query_set: QuerySet) -> bool:
         """True when the SUM over ``query_set`` follows from earlier releases (answer it, change nothing)."""
-        return self._step(query_set).growth is None
+        return self._known.lookup(as_row_ids(query_set, self._partition.row_count), self._step)[0] is None
 
     def release(self, query_set: QuerySet, tag: Hashable = None) -> bool:
         """Record ``query_set`` as answered; ``tag`` names it in forensics (e.g. the log id).
@@ -150,10 +153,11 @@ class SpanAuditor(PairSearch, DisclosureReport):
         Returns False, changing nothing, when the query is implied by earlier releases.
         The caller decides; ``release`` never refuses.
         """
-        step = self._step(query_set)
-        if step.growth is None:
+        step, key = self._known.lookup(as_row_ids(query_set, self._partition.row_count), self._step)
+        if step is None or step.growth is None:
             return False
         self._commit(step, step.growth, tag)
+        self._known.add_released(key)
         return True
 
     def basis_atoms(self) -> Ids:

@@ -147,13 +147,21 @@ def test_wrong_tokens_back_off_then_lock_the_address_out(throttled: Any) -> None
     assert guard.log() == []
 
 
-def test_a_request_without_credentials_is_not_a_failed_login(throttled: Any) -> None:
-    _, url, calls = throttled
-    for _ in range(5):
-        response, took = _timed_post(url, None)
-        assert response.status_code == 401 and took < 0.2
-    assert calls == []
-    assert _timed_post(url, "alice-demo")[0].status_code == 200
+def test_a_request_without_credentials_is_not_a_failed_login(tmp_path: Path) -> None:
+    # a backoff of a whole second, so that "not delayed" holds on a loaded machine too
+    # (a plain 401 took 0.29 s at load 15; a delayed one takes at least the backoff)
+    calls: list[tuple[str, str | None, str]] = []
+    settings = ThrottleSettings(max_failures=3, backoff=1.0, backoff_cap=2.0, lockout=60)
+
+    def hook(endpoint: str, user: str | None, address: str) -> None:
+        calls.append((endpoint, user, address))
+
+    with served(tmp_path, throttle=LoginThrottle(settings), on_failed_login=hook) as (_, url):
+        for _ in range(5):
+            response, took = _timed_post(url, None)
+            assert response.status_code == 401 and took < 0.9
+        assert calls == []
+        assert _timed_post(url, "alice-demo")[0].status_code == 200
 
 
 def test_the_delay_does_not_hold_up_other_requests(tmp_path: Path) -> None:
