@@ -18,7 +18,12 @@ is alive then is left out of the garbage collector's full passes
 the collections' milliseconds inside each first answer); ``--cold`` skips the
 preparation. The target (issue 17): first at most 3x repeat for every query. One pass:
 a first answer cannot be repeated, so these are single timings (run it on a quiet
-machine and compare runs, not single queries). Exit status 0 always: this is a
+machine and compare runs, not single queries); the process's CPU milliseconds of each
+first answer are printed too (``cpu``: less moved by other processes' load). ``--dump
+FILE`` writes every answer (the first and the repeat: its JSON, or the refusal) to
+compare two builds' decisions byte for byte; ``--only q13,q18`` prints, times and
+profiles only those queries (every query is still asked, in order, since each first
+answer is protected jointly with the ones before). Exit status 0 always: this is a
 measurement.
 """
 
@@ -51,6 +56,13 @@ def _timed(call: object) -> tuple[float, object]:
     return (time.perf_counter() - start) * 1000, out
 
 
+def _shown(answer: object) -> str:
+    """One answer as the dump holds it: the refusal's class and message, or its JSON."""
+    if isinstance(answer, GuardError):
+        return f"{type(answer).__name__}: {answer}"
+    return str(answer.to_json())  # type: ignore[attr-defined]
+
+
 class _Collections:
     """Milliseconds the garbage collector has spent since it was installed."""
 
@@ -78,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write a cProfile of the first answers here")
     parser.add_argument("--no-freeze", action="store_true", help="leave start-up objects to the collector")
     parser.add_argument("--gc", action="store_true", help="print collections' ms inside each first answer")
+    parser.add_argument("--dump", type=Path, help="write every answer here, to compare runs")
+    parser.add_argument("--only", help="comma-separated query ids to time and print (all are still asked)")
     args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else {qid for qid, _ in bench_core.QUERIES}
+    dumped: list[str] = []
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
     raw = bench_core.open_raw(data.parquet)
     profile = cProfile.Profile() if args.profile else None
@@ -86,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     collector = _Collections()
     if args.gc:
         gc.callbacks.append(collector.observe)
-    print(f"{'query':6} {'first ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}  withheld")
+    head = f"{'first ms':>10} {'cpu ms':>8} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}"
+    print(f"{'query':6} {head}  withheld")
     with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
         if not args.cold:
             started = time.perf_counter()
@@ -95,13 +112,19 @@ def main(argv: list[str] | None = None) -> int:
                 freeze_start_up()  # and this too
             print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
         for qid, sql in bench_core.QUERIES:
-            if profile is not None:
-                profile.enable()
+            profiled = profile is not None and qid in only
+            if profiled:
+                profile.enable()  # type: ignore[union-attr]
             collecting = collector.spent
+            cpu = time.process_time()
             first, answer = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            if profile is not None:
-                profile.disable()
-            repeat, _ = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+            cpu = 1000 * (time.process_time() - cpu)
+            if profiled:
+                profile.disable()  # type: ignore[union-attr]
+            repeat, again = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+            dumped += [f"{qid} first {_shown(answer)}", f"{qid} repeat {_shown(again)}"]
+            if qid not in only:
+                continue
             raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
             if isinstance(answer, GuardError):
                 shown = f"refused: {str(answer)[:60]}"
@@ -111,12 +134,16 @@ def main(argv: list[str] | None = None) -> int:
             ratio = first / repeat if repeat > 0 else float("inf")
             ratios.append(ratio)
             spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
-            line = f"{qid:6} {first:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}{spent}"
+            times = f"{first:10.1f} {cpu:8.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}"
+            line = f"{qid:6} {times}  {shown}{spent}"
             print(line, flush=True)
     print(
         f"first / repeat: median {statistics.median(ratios):.1f}, max {max(ratios):.1f}; "
         f"queries within 3x: {sum(r <= 3 for r in ratios)} of {len(ratios)}"
     )
+    if args.dump is not None:
+        args.dump.write_text("\n".join(dumped) + "\n")
+        print(f"answers: {args.dump}")
     if profile is not None:
         profile.dump_stats(str(args.profile))
         print(f"profile of the first answers: {args.profile}")

@@ -135,6 +135,11 @@ class FinestCells:
         """Number of finest cells."""
         return int(self._rows.size)
 
+    @property
+    def disjoint(self) -> bool:
+        """No privacy unit spans two finest cells (one row per unit): ``units`` adds up."""
+        return self._unit_maps is None
+
     def units(self, ids: Ids) -> int:
         """Privacy units in the union of finest cells ``ids``."""
         if ids.size == 0:

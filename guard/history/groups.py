@@ -30,28 +30,25 @@ read query sets only (never values), so a refusal tells nothing the query sets d
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
-from guard.history.atoms import AtomPartition
 from guard.history.elimination import combine, combine_sparse, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
 from guard.history.rowsets import RowIds
+from guard.history.smallatoms import SmallAtoms, Units
 from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues, Step
 from guard.history.unitmatrix import UnitMatrix
 
-__all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "left_null_space"]
+__all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
 #: small basis positions whose exact rows one decision may read
 MAX_SMALL_POSITIONS = 400
@@ -92,25 +89,16 @@ class GroupFinding:
 _CLEAR = GroupFinding(GroupVerdict.CLEAR)
 
 
-class Units(Protocol):
-    """The privacy units of sets of auditor row ids (``finest.FinestCells`` in the guard)."""
-
-    def units(self, ids: RowIds) -> int: ...
-
-    def unit_ids(self, ids: RowIds) -> BitMap: ...
-
-
 class GroupSearch:
     """The group search of one audit state (see the module docstring).
 
     ``units`` names and counts the privacy units of sets of auditor row ids; ``k`` is
-    the smallest group that may be disclosed. Atoms only shrink, so "small" is remembered per
-    committed atom and re-read only for atoms a query changes.
+    the smallest group that may be disclosed. Which atoms are small is remembered per
+    committed atom (``smallatoms.py``).
     """
 
     def __init__(self, k: int, units: Units, sensitive: npt.NDArray[np.int64] | None = None) -> None:
         self.k = k
-        self._counter = units
         #: per auditor row id: the sensitive set (``sensitive.py``) it lies in, or -1
         self._sensitive = sensitive
         #: per basis position, when no large atom could replace its small atom: that atom
@@ -118,9 +106,10 @@ class GroupSearch:
         self._stuck_atom = np.full(16, -1, dtype=np.int64)
         self._stuck_rank = np.zeros(16, dtype=np.int64)
         self._stuck_mark = np.zeros(16, dtype=np.int64)
-        # per committed atom: 1 small, 0 large (when it had _flag_size rows), -1 unknown
-        self._flag = np.full(16, -1, dtype=np.int8)
-        self._flag_size = np.zeros(16, dtype=np.int64)
+        #: small atoms, remembered per committed atom (``smallatoms.py``)
+        self._small = SmallAtoms(k, units, sensitive)
+        #: the step of the last check: once released, ``tidy`` tells ``_small`` its cut
+        self._checked: Step | None = None
         #: nodes the current answer may still visit (``begin_answer``)
         self._answer_nodes = MAX_ANSWER_NODES
         #: the exact rows the last check read: (its step, positions, rows), the basis rows
@@ -134,11 +123,12 @@ class GroupSearch:
     def check(self, exposure: Exposure) -> GroupFinding:
         if self.k <= 1 and self._sensitive is None:
             return _CLEAR  # no group is small and no cell is flagged
+        self._checked = exposure.step
         self._read = None
         changed = exposure.changed_atoms()
         cut = exposure.step.cut
         parents = dict(zip(cut.children.tolist(), cut.split.tolist(), strict=True))
-        small_of = self._classifier(exposure.partition, changed, exposure.rows_of, parents)
+        small_of = self._small.classifier(exposure.partition, changed, exposure.rows_of, parents)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
         novelty = exposure.novelty()[positions]
         if not novelty.any():
@@ -197,7 +187,10 @@ class GroupSearch:
         bases and every later decision are those of reading it; only the reads of the
         stored sets (proportional to the history) are saved."""
         partition = auditor.partition
-        small_of = self._classifier(partition, set(), partition.rows)
+        checked, self._checked = self._checked, None
+        if checked is not None and auditor.last_change_is(checked):  # the release was that step
+            self._small.released(partition, checked.cut)
+        small_of = self._small.classifier(partition, set(), partition.rows)
         atoms = auditor.basis_atoms()
         self._reserve_stuck(atoms.size)
         small = np.flatnonzero(small_of(atoms))
@@ -280,86 +273,6 @@ class GroupSearch:
         picked: Residues = csr_matrix(matrix[[where[q] for q in positions]]).toarray()
         return picked
 
-    def _classifier(
-        self,
-        partition: AtomPartition,
-        changed: set[int],
-        rows_of: Callable[[int], RowIds],
-        parents: dict[int, int] | None = None,
-    ) -> Callable[[Ids], npt.NDArray[np.bool_]]:
-        """Which atoms hold fewer than k units, remembered per committed atom; ``changed``
-        atoms (cut or created by a tentative step) are read with ``rows_of``, unless they
-        are part of a committed atom remembered small (``parents``: each new part's cut
-        atom): a part of a small atom is small (fewer units, inside the same sensitive
-        set), so only parts of large atoms are counted."""
-        parents = {} if parents is None else parents
-        count = partition.atom_count
-        if self._flag.size < count:
-            grown = max(count, 2 * self._flag.size)
-            self._flag = np.concatenate([self._flag, np.full(grown - self._flag.size, -1, dtype=np.int8)])
-            self._flag_size = np.concatenate(
-                [self._flag_size, np.zeros(grown - self._flag_size.size, np.int64)]
-            )
-        sizes = partition.sizes()
-        changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
-        # the committed atoms a tentative step cuts, as a mask over atom ids (an isin
-        # over every basis atom per check cost more)
-        cut_mask = None
-        if changed_ids.size:
-            cut_mask = np.zeros(count, dtype=bool)
-            cut_mask[changed_ids[changed_ids < count]] = True
-
-        def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
-            out = np.zeros(atoms.size, dtype=bool)
-            committed = atoms < count
-            flags = np.full(atoms.size, -1, dtype=np.int8)
-            flags[committed] = self._flag[atoms[committed]]
-            stale = committed & (flags == 0)
-            stale[stale] = self._flag_size[atoms[stale]] != sizes[atoms[stale]]
-            flags[stale] = -1
-            out[flags == 1] = True
-            for i in np.flatnonzero(flags < 0).tolist():
-                atom = int(atoms[i])
-                if atom in changed:
-                    parent = parents.get(atom, -1)
-                    small_parent = 0 <= parent < count and self._flag[parent] == 1
-                    out[i] = small_parent or self._protectable(rows_of(atom))
-                    continue
-                out[i] = self._protectable(partition.rows(atom))
-                self._flag[atom] = int(out[i])
-                self._flag_size[atom] = sizes[atom]
-            # a cut atom remembered large: its outside part is read afresh (one remembered
-            # small stays small)
-            recheck = committed & (flags == 0)
-            if cut_mask is None:
-                recheck[:] = False
-            else:
-                recheck[recheck] = cut_mask[atoms[recheck]]
-            for i in np.flatnonzero(recheck).tolist():
-                out[i] = self._protectable(rows_of(int(atoms[i])))
-            return out
-
-        return small_of
-
-    def _units(self, rows: RowIds) -> int:
-        return self._counter.units(rows)
-
-    def _protectable(self, rows: RowIds) -> bool:
-        """Fewer than k units, or inside one sensitive set: such an atom may be in a disclosure."""
-        if self._units(rows) < self.k:
-            return True
-        return self._set_of(rows) >= 0
-
-    def _set_of(self, rows: RowIds) -> int:
-        """The sensitive set holding all of ``rows``, or -1."""
-        if self._sensitive is None or not len(rows):
-            return -1
-        sets = self._sensitive[np.asarray(rows, dtype=np.int64)]
-        return int(sets[0]) if sets[0] >= 0 and bool((sets == sets[0]).all()) else -1
-
-    def _unit_ids(self, rows: RowIds) -> BitMap:
-        return self._counter.unit_ids(rows)
-
     def _smallest(
         self, exposure: Exposure, vectors: Residues, coordinates: Ids, phi: Residues, every: Ids
     ) -> GroupFinding:
@@ -381,7 +294,7 @@ class GroupSearch:
             (vectors[i] - mul_mod(star, int(phi[i]), p)) % p for i in range(vectors.shape[0]) if i != first
         ]
         rest = np.array(others, dtype=np.int64).reshape(len(others), vectors.shape[1])
-        units = UnitMatrix.of([self._unit_ids(exposure.rows_of(int(a))) for a in coordinates])
+        units = UnitMatrix.of([self._small.counter.unit_ids(exposure.rows_of(int(a))) for a in coordinates])
         allowed = min(MAX_NODES, self._answer_nodes)
         budget = [allowed]
         found = smallest_group(star, rest, units, self.k, p, budget)
@@ -392,7 +305,7 @@ class GroupSearch:
             return self._inside_sensitive(exposure, star, rest, coordinates, every, p)
         support = coordinates[found != 0]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
-        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows))
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._small.counter.units(rows))
 
     def _inside_sensitive(
         self, exposure: Exposure, star: Residues, rest: Residues, coordinates: Ids, every: Ids, p: int
@@ -403,11 +316,11 @@ class GroupSearch:
         null vector with a nonzero first entry."""
         if self._sensitive is None:
             return _CLEAR
-        sets = np.array([self._set_of(exposure.rows_of(int(a))) for a in coordinates], dtype=np.int64)
+        sets = np.array([self._small.set_of(exposure.rows_of(int(a))) for a in coordinates], dtype=np.int64)
         number = inside_one_set(star, rest, sets, p)  # one echelon form for every set
         if number is None:
             return _CLEAR
-        every_set = np.array([self._set_of(exposure.rows_of(int(a))) for a in every], dtype=np.int64)
+        every_set = np.array([self._small.set_of(exposure.rows_of(int(a))) for a in every], dtype=np.int64)
         support = every[every_set == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
-        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._units(rows), sensitive=True)
+        return GroupFinding(GroupVerdict.DISCLOSES, rows, self._small.counter.units(rows), sensitive=True)

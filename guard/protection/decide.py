@@ -24,9 +24,10 @@ answer:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import partial
 
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
@@ -161,9 +162,10 @@ def decide(
     withheld: dict[tuple[int, int], Withheld] = {}
     releases: dict[str, dict[Key, ReleaseStatus]] = {}
     reports: list[SpaceReport] = []
+    judged = _judge(linking, protection)
     for space, (value_index, members) in value_aggregates(shape).items():
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
-        verdicts = {key: judge(cell, space, protection) for key, cell in current.items()}
+        verdicts = {key: judged(cell, space) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
         report = _protect_space(space, current, verdicts, history, linking, protection, explain)
         audited = frozenset(k for k in current if history.get(k) is ReleaseStatus.WITHHELD_BY_HISTORY)
@@ -240,7 +242,8 @@ def _protect_space(
     if not relations:
         return SpaceReport(space, None, sensitive_now, verdicts, frozenset(current), "none", True)
 
-    others = {k: judge(component[k], space, protection) for k in component if k not in current}
+    judged = _judge(linking, protection)
+    others = {k: judged(component[k], space) for k in component if k not in current}
     requirements = {k: v for k, v in {**verdicts, **others}.items() if v.sensitive}
     kept = {k for k in component if history.get(k) == ReleaseStatus.PUBLISHED}
     forced = {k for k in component if k in history or k not in current} - kept
@@ -350,6 +353,13 @@ def _protect_space(
         earlier,
         _kept_proofs(result, standing, table) if linking.fixed is not None else (),
     )
+
+
+def _judge(linking: Linking, protection: Protection) -> Callable[[Cell, str], RuleVerdict]:
+    """:func:`judge` on ``protection``, through the guard's remembered verdicts when made for it."""
+    memo = linking.verdicts
+    own = memo is not None and memo.protection is protection
+    return memo if own and memo is not None else partial(judge, protection=protection)
 
 
 def _kept_proofs(

@@ -29,6 +29,7 @@ from guard.protection.keys import (
     key_text,
     space_of,
 )
+from guard.protection.sensitivity import Verdicts
 from guard.query.shape import Condition, QueryShape
 from guard.state.records import Release, ReleaseStatus
 from guard.suppression import Key
@@ -69,6 +70,8 @@ class Linking:
         known: ``known(space, keys)``: those of this answer's ``keys`` whose values the
             earlier releases already determine (:meth:`Linker.with_known`; asked only when
             new cells would otherwise be withheld): published, they tell no one anything.
+        verdicts: the rules' verdicts on cells, remembered across the answers of one
+            guard (used when made for the protection the answer is decided with).
     """
 
     dimensions: tuple[str, ...]
@@ -79,6 +82,7 @@ class Linking:
     lower_bounds: Mapping[str, float] = field(default_factory=dict)
     proofs: Mapping[str, Sequence[Mapping[Key, float]]] = field(default_factory=dict)
     known: Callable[[str, frozenset[Key]], frozenset[Key]] | None = None
+    verdicts: Verdicts | None = None
 
 
 def standalone(shape: QueryShape) -> Linking:
@@ -113,6 +117,7 @@ class Linker:
         self._written: set[tuple[str, str, str, Key, str]] = set()
         #: (data version, table) -> space -> the deviations of the last pattern solved
         self._proofs: dict[tuple[str, str], dict[str, Sequence[Mapping[Key, float]]]] = {}
+        self._verdicts = Verdicts(policy.protection)
 
     def linking(self, who: Analyst, table: Table, shape: QueryShape, info: TableInfo) -> Linking:
         """What an answer of ``who`` to ``shape`` is protected together with."""
@@ -141,7 +146,7 @@ class Linker:
             if column.role is Role.MEASURE and column.bounds is not None:
                 lower_bounds[f"sum({column.name.lower()})"] = 0.0 if column.bounds[0] >= 0 else -math.inf
         proofs = self._proofs.get((info.data_version, info.name), {}) if fixed is not None else {}
-        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds, proofs)
+        return Linking(dimensions, fixed, history, fetch, seed, lower_bounds, proofs, verdicts=self._verdicts)
 
     def with_known(
         self,

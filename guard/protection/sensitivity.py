@@ -23,7 +23,10 @@ from guard.policy.model import Protection
 from guard.rules import CellContributions, MinimumFrequency, Rule, RuleVerdict, combine
 from guard.rules.query_set_size import QuerySetSize
 
-__all__ = ["is_frequency", "judge", "sensitive_rows"]
+__all__ = ["MAX_VERDICTS", "Verdicts", "is_frequency", "judge", "sensitive_rows"]
+
+#: verdicts a :class:`Verdicts` keeps (then it starts again)
+MAX_VERDICTS = 200_000
 
 
 def is_frequency(space: str) -> bool:
@@ -43,6 +46,29 @@ def judge(cell: Cell, space: str, protection: Protection) -> RuleVerdict:
             rule(_contributions(cell, frequency)) for rule in _applicable(protection.rules, frequency)
         )
     return combine(verdicts)
+
+
+class Verdicts:
+    """:func:`judge` remembered per (space, cell) for one ``protection``. A verdict is a
+    function of the cell's fields, the space and the protection only, and a linked answer
+    judges again every cell of the earlier answers it is protected with (thousands an
+    answer); a remembered verdict is the one judging again would give. The value's type
+    is part of the key, so cells equal across numeric types are still judged apart."""
+
+    def __init__(self, protection: Protection, limit: int = MAX_VERDICTS) -> None:
+        self.protection = protection
+        self._limit = limit
+        self._known: dict[tuple[str, type, Cell], RuleVerdict] = {}
+
+    def __call__(self, cell: Cell, space: str) -> RuleVerdict:
+        key = (space, type(cell.value), cell)
+        found = self._known.get(key)
+        if found is None:
+            found = judge(cell, space, self.protection)
+            if len(self._known) >= self._limit:
+                self._known.clear()
+            self._known[key] = found
+        return found
 
 
 @functools.cache

@@ -83,8 +83,9 @@ class Standing:
     def proofs(self, table: Table) -> tuple[Mapping[Key, float], ...]:
         """The deviations by cell key of ``table`` (the one proven on), for
         ``suppress(prior=...)``, which checks them again."""
+        keys = table.keys  # looked up in C: a proof may move thousands of cells
         return tuple(
-            {table.keys[int(i)]: float(v) for i, v in zip(cells, moves, strict=True)}
+            dict(zip(map(keys.__getitem__, cells.tolist()), moves.tolist(), strict=True))
             for cells, moves in self.deviations
         )
 

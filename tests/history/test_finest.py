@@ -51,3 +51,16 @@ def test_other_selections_and_typed_constants_get_their_own_sets(
     assert finest.query_sets(fraction_shape, SPACES) is not whole
     other = finest.query_sets(_shape(students, "SELECT COUNT(*) FROM students WHERE class = 1978"), SPACES)
     assert not np.array_equal(next(iter(other[0].cells.values())), next(iter(whole[0].cells.values())))
+
+
+def test_disjoint_units_add_up_over_disjoint_cells(finest: FinestCells) -> None:
+    """One row per student: no unit spans two finest cells, so the group search may count
+    a part of an atom as the atom less its other part (``SmallAtoms.subtract``)."""
+    assert finest.disjoint
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        ids = rng.permutation(finest.count)
+        cut = int(rng.integers(0, finest.count + 1))
+        a, b = np.sort(ids[:cut]), np.sort(ids[cut:])
+        assert finest.units(a) + finest.units(b) == finest.units(ids)
+        assert not finest.unit_ids(a) & finest.unit_ids(b)

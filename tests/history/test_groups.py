@@ -188,7 +188,7 @@ def test_exact_rows_over_their_budget_withhold(monkeypatch: pytest.MonkeyPatch) 
 def _tidy_one_row_at_a_time(search: GroupSearch, auditor: SpanAuditor) -> int:
     """The reference tidy: each basis row read afresh (``basis_row``) before its turn."""
     partition = auditor.partition
-    small_of = search._classifier(partition, set(), partition.rows)
+    small_of = search._small.classifier(partition, set(), partition.rows)
     atoms = auditor.basis_atoms()
     moved = tried = 0
     stuck: dict[int, tuple[int, int]] = search.__dict__.setdefault("_reference_stuck", {})

@@ -1,0 +1,157 @@
+"""Which atoms are *small* for the group search (``groups.py``): fewer than k privacy
+units, or inside one sensitive set, so that they may be part of a disclosure.
+
+Atoms only shrink, so the verdict is remembered per committed atom with the size it had
+(a changed size means a cut: counted again) and its units; a part of an atom
+remembered small is small (fewer units, inside the same sensitive set), so only parts
+of large atoms are counted. Where units add up (``Units.disjoint``: no privacy unit
+spans two auditor rows, as with one row per person) and no cell is flagged, a cut
+atom's outside part has its atom's units less its inside part's: counted that way,
+without reading its rows, both for a tentative step (``classifier``) and once a step
+is released (``released``). The same counts, so the same verdicts as reading every
+part's rows afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from pyroaring import BitMap
+
+from guard.history.atoms import AtomPartition, Refinement
+from guard.history.rowsets import RowIds
+from guard.history.steps import Ids
+
+__all__ = ["SmallAtoms", "Units"]
+
+
+class Units(Protocol):
+    """The privacy units of sets of auditor row ids (``finest.FinestCells`` in the guard;
+    one may also say ``disjoint = True`` when no unit spans two row ids)."""
+
+    def units(self, ids: RowIds) -> int: ...
+
+    def unit_ids(self, ids: RowIds) -> BitMap: ...
+
+
+class SmallAtoms:
+    """Small atoms of one audit state's partition, remembered per committed atom."""
+
+    def __init__(self, k: int, units: Units, sensitive: npt.NDArray[np.int64] | None = None) -> None:
+        """``sensitive``: per auditor row id, the sensitive set it lies in, or -1."""
+        self.k = k
+        self.counter = units
+        self._sensitive = sensitive
+        # per committed atom: 1 small, 0 large (with _flag_size rows, _flag_units units), -1 unknown
+        self._flag = np.full(16, -1, dtype=np.int8)
+        self._flag_size = np.zeros(16, dtype=np.int64)
+        self._flag_units = np.zeros(16, dtype=np.int64)
+        #: parts counted by subtraction (see the module docstring)
+        self.subtract = bool(getattr(units, "disjoint", False)) and sensitive is None
+
+    def classifier(
+        self,
+        partition: AtomPartition,
+        changed: set[int],
+        rows_of: Callable[[int], RowIds],
+        parents: dict[int, int] | None = None,
+    ) -> Callable[[Ids], npt.NDArray[np.bool_]]:
+        """Which atoms are small (remembered per committed atom); ``changed`` atoms (cut
+        or created by a tentative step) are read with ``rows_of``, unless they are part
+        of a committed atom remembered small (``parents``: each new part's cut atom), or
+        (subtracting) the outside part of one remembered large."""
+        parents = {} if parents is None else parents
+        inside = {parent: child for child, parent in parents.items()}  # a cut atom's inside part
+        count = partition.atom_count
+        self._reserve(count)
+        sizes = partition.sizes()
+        changed_ids = np.fromiter(changed, dtype=np.int64, count=len(changed))
+        # the committed atoms a tentative step cuts, as a mask over atom ids (an isin
+        # over every basis atom per check cost more)
+        cut_mask = None
+        if changed_ids.size:
+            cut_mask = np.zeros(count, dtype=bool)
+            cut_mask[changed_ids[changed_ids < count]] = True
+
+        def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
+            out = np.zeros(atoms.size, dtype=bool)
+            committed = atoms < count
+            flags = np.full(atoms.size, -1, dtype=np.int8)
+            flags[committed] = self._flag[atoms[committed]]
+            stale = committed & (flags == 0)
+            stale[stale] = self._flag_size[atoms[stale]] != sizes[atoms[stale]]
+            flags[stale] = -1
+            out[flags == 1] = True
+            for i in np.flatnonzero(flags < 0).tolist():
+                atom = int(atoms[i])
+                if atom in changed:
+                    parent = parents.get(atom, -1)
+                    small_parent = 0 <= parent < count and self._flag[parent] == 1
+                    out[i] = small_parent or self.protectable(rows_of(atom))
+                    continue
+                rows = partition.rows(atom)
+                units = self.counter.units(rows)
+                out[i] = units < self.k or self.set_of(rows) >= 0  # protectable(rows)
+                self._flag[atom], self._flag_size[atom], self._flag_units[atom] = out[i], sizes[atom], units
+            # a cut atom remembered large: its outside part is counted afresh (one
+            # remembered small stays small)
+            recheck = committed & (flags == 0)
+            if cut_mask is None:
+                recheck[:] = False
+            else:
+                recheck[recheck] = cut_mask[atoms[recheck]]
+            for i in np.flatnonzero(recheck).tolist():
+                atom = int(atoms[i])
+                if self.subtract and atom in inside:
+                    out[i] = self._flag_units[atom] - self.counter.units(rows_of(inside[atom])) < self.k
+                else:
+                    out[i] = self.protectable(rows_of(atom))
+            return out
+
+        return small_of
+
+    def released(self, partition: AtomPartition, cut: Refinement) -> None:
+        """``cut`` was just applied to ``partition`` (subtracting only): each cut atom
+        remembered with its size before the cut keeps its verdict as its units less its
+        inside part's, and each inside part is remembered from its rows, so neither is
+        counted again from its rows at its next classification."""
+        if not self.subtract or not cut.split.size:
+            return
+        self._reserve(partition.atom_count)
+        sizes = partition.sizes()
+        k = self.k
+        flag, flag_size, flag_units = self._flag, self._flag_size, self._flag_units
+        split, children, inside_size = cut.split.tolist(), cut.children.tolist(), cut.inside_size.tolist()
+        for i, (atom, child) in enumerate(zip(split, children, strict=True)):
+            units = self.counter.units(cut.inside(i))
+            flag[child], flag_size[child], flag_units[child] = units < k, inside_size[i], units
+            if flag[atom] >= 0 and flag_size[atom] == sizes[atom] + inside_size[i]:
+                left = int(flag_units[atom]) - units
+                flag[atom], flag_size[atom], flag_units[atom] = left < k, sizes[atom], left
+
+    def protectable(self, rows: RowIds) -> bool:
+        """Fewer than k units, or inside one sensitive set: such an atom may be in a disclosure."""
+        if self.counter.units(rows) < self.k:
+            return True
+        return self.set_of(rows) >= 0
+
+    def set_of(self, rows: RowIds) -> int:
+        """The sensitive set holding all of ``rows``, or -1."""
+        if self._sensitive is None or not len(rows):
+            return -1
+        sets = self._sensitive[np.asarray(rows, dtype=np.int64)]
+        return int(sets[0]) if sets[0] >= 0 and bool((sets == sets[0]).all()) else -1
+
+    def _reserve(self, count: int) -> None:
+        if self._flag.size < count:
+            grown = max(count, 2 * self._flag.size)
+            self._flag, self._flag_size = _grown(self._flag, grown, -1), _grown(self._flag_size, grown)
+            self._flag_units = _grown(self._flag_units, grown)
+
+
+def _grown(values: npt.NDArray[Any], size: int, fill: int = 0) -> npt.NDArray[Any]:
+    """``values`` extended to ``size`` entries with ``fill``."""
+    return np.concatenate([values, np.full(size - values.size, fill, dtype=values.dtype)])
