@@ -16,10 +16,14 @@ row identities, the rules' verdicts) before the first question, timed apart, and
 is alive then is left out of the garbage collector's full passes
 (``guard.server.serve.freeze_start_up``; ``--no-freeze`` skips that, ``--gc`` prints
 the collections' milliseconds inside each first answer); ``--cold`` skips the
-preparation. The target (issue 17): first at most 3x repeat for every query. One pass:
-a first answer cannot be repeated, so these are single timings (run it on a quiet
-machine and compare runs, not single queries). Exit status 0 always: this is a
-measurement.
+preparation. ``--only q12`` still asks every query in order but prints (and profiles)
+only the named ones; ``--dump FILE`` writes every answer (its flags, values and notes,
+one JSON line a query) so two runs' decisions can be compared byte for byte; the ``cpu
+ms`` column is the process's CPU time inside the first answer (every thread), which a
+loaded machine disturbs less than the wall clock. The target (issue 17): first at most
+3x repeat for every query. One pass: a first answer cannot be repeated, so these are
+single timings (run it on a quiet machine and compare runs, not single queries). Exit
+status 0 always: this is a measurement.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import json
 import statistics
 import sys
 import tempfile
@@ -43,12 +48,25 @@ from guard.server.serve import freeze_start_up
 
 
 def _timed(call: object) -> tuple[float, object]:
-    start = time.perf_counter()
+    wall, _, out = _timed_cpu(call)
+    return wall, out
+
+
+def _timed_cpu(call: object) -> tuple[float, float, object]:
+    """Wall and CPU milliseconds of one call, and its answer (or the GuardError raised)."""
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         out = call()  # type: ignore[operator]
     except GuardError as error:
         out = error
-    return (time.perf_counter() - start) * 1000, out
+    return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000, out
+
+
+def _dumped(qid: str, answer: object) -> str:
+    """One answer as a JSON line: what was released, withheld and said (or the refusal)."""
+    if isinstance(answer, GuardError):
+        return json.dumps({"query": qid, "refused": type(answer).__name__, "reason": str(answer)})
+    return json.dumps({"query": qid, **json.loads(answer.to_json())})  # type: ignore[attr-defined]
 
 
 class _Collections:
@@ -78,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write a cProfile of the first answers here")
     parser.add_argument("--no-freeze", action="store_true", help="leave start-up objects to the collector")
     parser.add_argument("--gc", action="store_true", help="print collections' ms inside each first answer")
+    parser.add_argument(
+        "--only", nargs="+", metavar="QID", help="print and profile only these queries (all run)"
+    )
+    parser.add_argument("--dump", type=Path, help="write every first answer here, one JSON line a query")
     args = parser.parse_args(argv)
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
     raw = bench_core.open_raw(data.parquet)
@@ -86,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     collector = _Collections()
     if args.gc:
         gc.callbacks.append(collector.observe)
-    print(f"{'query':6} {'first ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}  withheld")
+    shown_ids = set(args.only) if args.only else {qid for qid, _ in bench_core.QUERIES}
+    dump = args.dump.open("w") if args.dump else None
+    head = f"{'first ms':>10} {'cpu ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}"
+    print(f"{'query':6} {head}  withheld")
     with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
         if not args.cold:
             started = time.perf_counter()
@@ -95,12 +120,15 @@ def main(argv: list[str] | None = None) -> int:
                 freeze_start_up()  # and this too
             print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
         for qid, sql in bench_core.QUERIES:
-            if profile is not None:
-                profile.enable()
+            profiled = profile is not None and qid in shown_ids
+            if profiled:
+                profile.enable()  # type: ignore[union-attr]
             collecting = collector.spent
-            first, answer = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            if profile is not None:
-                profile.disable()
+            first, cpu, answer = _timed_cpu(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+            if profiled:
+                profile.disable()  # type: ignore[union-attr]
+            if dump is not None:
+                print(_dumped(qid, answer), file=dump, flush=True)
             repeat, _ = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
             raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
             if isinstance(answer, GuardError):
@@ -109,10 +137,16 @@ def main(argv: list[str] | None = None) -> int:
                 flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
                 shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
             ratio = first / repeat if repeat > 0 else float("inf")
+            if qid not in shown_ids:
+                continue
             ratios.append(ratio)
             spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
-            line = f"{qid:6} {first:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}{spent}"
+            line = (
+                f"{qid:6} {first:10.1f} {cpu:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}{spent}"
+            )
             print(line, flush=True)
+    if dump is not None:
+        dump.close()
     print(
         f"first / repeat: median {statistics.median(ratios):.1f}, max {max(ratios):.1f}; "
         f"queries within 3x: {sum(r <= 3 for r in ratios)} of {len(ratios)}"
