@@ -143,8 +143,13 @@ class LpSolver:
     solve returns what :func:`solve_lp` returns for it (tested bit for bit). Not for
     sharing between threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, presolve: bool = True) -> None:
+        """``presolve=False``: HiGHS's simplex from its start basis without presolve (see
+        ``DeviationProblem.solver``); the same optimum value, possibly another optimal
+        point."""
         self._highs = _quiet()
+        if not presolve:
+            self._highs.setOptionValue("presolve", "off")
 
     def solve(self, cost: Vector, columns: Columns, rhs: Vector, lower: Vector, upper: Vector) -> LpResult:
         """``min cost x  s.t.  A x = rhs,  lower <= x <= upper`` with ``A`` given by its

@@ -57,8 +57,13 @@ class DeviationProblem:
     #: per (cell, dimension): the other cells of the cell's line in that dimension
     lines: dict[tuple[Key, int], list[int]] = field(repr=False)
     cell_keys: tuple[Key, ...] = field(repr=False)
-    #: one HiGHS instance for every LP of the run (one thread: the heuristic's)
-    solver: LpSolver = field(default_factory=LpSolver, repr=False, compare=False)
+    #: one HiGHS instance for every LP of the run (one thread: the heuristic's), without
+    #: presolve: on these LPs (a few relations, hundreds of cells) presolve solved each
+    #: outright and its postsolve returned a point that moved every free cell of the
+    #: relations (151 cells a deviation on bench_core's q12), twice as slow as the one
+    #: or two simplex pivots from the slack basis, whose vertex moves a handful (2 on
+    #: q12) and so proves more levels per deviation (2,506 LPs there instead of 2,841)
+    solver: LpSolver = field(default_factory=lambda: LpSolver(presolve=False), repr=False, compare=False)
 
     @classmethod
     def of(cls, table: Table, kept: Set[int]) -> DeviationProblem:

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy import sparse
 
 from guard.highs import LpSolver, LpStatus, solve_lp
-from guard.suppression.deviation import DeviationProblem, _paired_arrays, _submatrix_arrays
+from guard.suppression.deviation import (
+    DeviationProblem,
+    _paired_arrays,
+    _submatrix_arrays,
+    cheapest_deviation,
+)
 from guard.suppression.table import TOTAL, Relation, Table
 from tests.suppression.test_deviation_scale import DATA
 
@@ -73,3 +79,39 @@ def test_a_kept_instance_solves_each_lp_as_a_fresh_one(table: Table, seed: int) 
         assert np.array_equal(kept.row_duals, fresh.row_duals)
         assert kept.objective == fresh.objective or (np.isnan(kept.objective) and np.isnan(fresh.objective))
     assert LpStatus.OPTIMAL in statuses and LpStatus.INFEASIBLE in statuses
+
+
+@pytest.mark.parametrize("distant", [False, True])
+def test_the_heuristics_deviation_without_presolve_is_an_optimum_of_the_same_lp(
+    table: Table, distant: bool
+) -> None:
+    """The heuristic's solver skips presolve (another optimal point, fewer cells moved):
+    each deviation it returns is a deviation (``A d = 0``, within the bounds, ``p``
+    moved by its level) of the same least cost as the one with presolve (the oracle)."""
+    rng = np.random.default_rng(5)
+    without = DeviationProblem.of(table, set())
+    with_presolve = replace(without, solver=LpSolver())
+    n = len(table)
+    costs = rng.random(n) + 0.01
+    hidden = {int(i) for i in rng.choice(n, size=n // 5, replace=False)}
+    costs[list(hidden)] = 0.0
+    values = np.asarray(table.values)
+    found = 0
+    for p in rng.choice(n, size=25, replace=False).tolist():
+        level = float(rng.uniform(0.05, 0.5)) * max(1.0, values[p])
+        upward = bool(rng.integers(2))
+        got = cheapest_deviation(without, costs, p, level, upward, hidden=hidden, distant=distant, rounds=0)
+        oracle = cheapest_deviation(
+            with_presolve, costs, p, level, upward, hidden=hidden, distant=distant, rounds=0
+        )
+        assert (got is None) == (oracle is None)
+        if got is None or oracle is None:
+            continue
+        found += 1
+        scale = max(1.0, float(np.abs(got).max()))
+        assert np.abs(table.matrix @ got).max() <= 1e-7 * scale
+        assert (values + got >= np.asarray(table.lower) - 1e-7 * scale).all()
+        assert (got[p] if upward else -got[p]) >= level * (1 - 1e-9)
+        cost, best = float(costs @ np.abs(got)), float(costs @ np.abs(oracle))
+        assert cost <= best * (1 + 1e-7) + 1e-9 and best <= cost * (1 + 1e-7) + 1e-9
+    assert found >= 10
