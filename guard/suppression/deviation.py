@@ -57,6 +57,8 @@ class DeviationProblem:
     #: per (cell, dimension): the other cells of the cell's line in that dimension
     lines: dict[tuple[Key, int], list[int]] = field(repr=False)
     cell_keys: tuple[Key, ...] = field(repr=False)
+    #: ``lines`` as arrays, filled as the boxes need them
+    line_arrays: dict[tuple[Key, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: one HiGHS instance for every LP of the run (one thread: the heuristic's), without
     #: presolve: on these LPs (a few relations, hundreds of cells) presolve solved each
     #: outright and its postsolve returned a point that moved every free cell of the
@@ -109,22 +111,39 @@ class DeviationProblem:
         width = max(1, round(_BOX ** (1 / max(1, len(key)))) - 2)
         choices: list[set[Hashable]] = []
         for j in range(len(key)):
-            line = [i for i in self.lines[((*key[:j], None, *key[j + 1 :]), j)] if i != p]
-            line.sort(key=lambda i: costs[i])
-            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:width])})
+            line = self._line((*key[:j], None, *key[j + 1 :]), j)
+            line = line[line != p]
+            # a stable sort by cost: the order Python's list.sort gave
+            cheapest = line[np.argsort(costs[line], kind="stable")[:width]].tolist()
+            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in cheapest)})
         box = (self.keys.get(k) for k in itertools.product(*choices))
         seen.update(i for i in box if i is not None)
-        start = np.union1d(_entries(self.csr, rows), np.fromiter(seen, dtype=int))
+        # sets of cells as masks over the table: sorted and unique when read back, as
+        # union1d / unique return them, without a sort per LP
+        member = np.zeros(len(self.up_room), dtype=bool)
+        member[_entries(self.csr, rows)] = True
+        member[np.fromiter(seen, dtype=np.int64, count=len(seen))] = True
         if not hidden:
-            return start
+            return np.flatnonzero(member)
         if hidden_ids is None:
             hidden_ids = np.fromiter(hidden, dtype=int, count=len(hidden))
         if distant:
-            return np.union1d(start, hidden_ids)
-        near = np.unique(_entries(self.csr, np.unique(_entries(self.csc, start))))
+            member[hidden_ids] = True
+            return np.flatnonzero(member)
+        related = np.zeros(self.csr.shape[0], dtype=bool)
+        related[_entries(self.csc, np.flatnonzero(member))] = True
+        near = _entries(self.csr, np.flatnonzero(related))
         mask = np.zeros(len(self.up_room), dtype=bool)
         mask[hidden_ids] = True
-        return np.union1d(start, near[mask[near]])
+        member[near[mask[near]]] = True
+        return np.flatnonzero(member)
+
+    def _line(self, blanked: Key, j: int) -> np.ndarray:
+        """The cells of a line (``lines``) as an array, made once per line."""
+        found = self.line_arrays.get((blanked, j))
+        if found is None:
+            found = self.line_arrays[(blanked, j)] = np.array(self.lines[(blanked, j)], dtype=np.int64)
+        return found
 
 
 _Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
