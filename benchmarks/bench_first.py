@@ -32,6 +32,8 @@ import argparse
 import cProfile
 import gc
 import json
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -100,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", metavar="QID", help="print and profile only these queries (all run)"
     )
     parser.add_argument("--dump", type=Path, help="write every first answer here, one JSON line a query")
+    parser.add_argument(
+        "--secret", type=Path, help="the state's secret key (default: a fresh one, as a new state has)"
+    )
     args = parser.parse_args(argv)
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
     raw = bench_core.open_raw(data.parquet)
@@ -112,39 +117,44 @@ def main(argv: list[str] | None = None) -> int:
     dump = args.dump.open("w") if args.dump else None
     head = f"{'first ms':>10} {'cpu ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}"
     print(f"{'query':6} {head}  withheld")
-    with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
-        if not args.cold:
-            started = time.perf_counter()
-            guard.prepare()  # what `guard serve` does before it accepts connections
-            if not args.no_freeze:
-                freeze_start_up()  # and this too
-            print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
-        for qid, sql in bench_core.QUERIES:
-            profiled = profile is not None and qid in shown_ids
-            if profiled:
-                profile.enable()  # type: ignore[union-attr]
-            collecting = collector.spent
-            first, cpu, answer = _timed_cpu(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            if profiled:
-                profile.disable()  # type: ignore[union-attr]
-            if dump is not None:
-                print(_dumped(qid, answer), file=dump, flush=True)
-            repeat, _ = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
-            if isinstance(answer, GuardError):
-                shown = f"refused: {str(answer)[:60]}"
-            else:
-                flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
-                shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
-            ratio = first / repeat if repeat > 0 else float("inf")
-            if qid not in shown_ids:
-                continue
-            ratios.append(ratio)
-            spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
-            line = (
-                f"{qid:6} {first:10.1f} {cpu:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}  {shown}{spent}"
-            )
-            print(line, flush=True)
+    with tempfile.TemporaryDirectory() as state:
+        if args.secret is not None:
+            # the same key in two runs: the same cost perturbation (which complementary
+            # cells the suppression picks), so two versions' decisions compare cell for cell
+            shutil.copyfile(args.secret, Path(state) / "secret.key")
+            os.chmod(Path(state) / "secret.key", 0o600)
+        with Guard.open(data.policy, state=state) as guard:
+            if not args.cold:
+                started = time.perf_counter()
+                guard.prepare()  # what `guard serve` does before it accepts connections
+                if not args.no_freeze:
+                    freeze_start_up()  # and this too
+                print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
+            for qid, sql in bench_core.QUERIES:
+                profiled = profile is not None and qid in shown_ids
+                if profiled:
+                    profile.enable()  # type: ignore[union-attr]
+                collecting = collector.spent
+                first, cpu, answer = _timed_cpu(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+                if profiled:
+                    profile.disable()  # type: ignore[union-attr]
+                if dump is not None:
+                    print(_dumped(qid, answer), file=dump, flush=True)
+                repeat, _ = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+                raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
+                if isinstance(answer, GuardError):
+                    shown = f"refused: {str(answer)[:60]}"
+                else:
+                    flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
+                    shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
+                ratio = first / repeat if repeat > 0 else float("inf")
+                if qid not in shown_ids:
+                    continue
+                ratios.append(ratio)
+                spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
+                times = f"{first:10.1f} {cpu:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}"
+                line = f"{qid:6} {times}  {shown}{spent}"
+                print(line, flush=True)
     if dump is not None:
         dump.close()
     print(
