@@ -16,15 +16,15 @@ row identities, the rules' verdicts) before the first question, timed apart, and
 is alive then is left out of the garbage collector's full passes
 (``guard.server.serve.freeze_start_up``; ``--no-freeze`` skips that, ``--gc`` prints
 the collections' milliseconds inside each first answer); ``--cold`` skips the
-preparation. The target (issue 17): first at most 3x repeat for every query. One pass:
-a first answer cannot be repeated, so these are single timings (run it on a quiet
-machine and compare runs, not single queries); the process's CPU milliseconds of each
-first answer are printed too (``cpu``: less moved by other processes' load). ``--dump
-FILE`` writes every answer (the first and the repeat: its JSON, or the refusal) to
-compare two builds' decisions byte for byte; ``--only q13,q18`` prints, times and
-profiles only those queries (every query is still asked, in order, since each first
-answer is protected jointly with the ones before). Exit status 0 always: this is a
-measurement.
+preparation. ``--only q12`` still asks every query in order but prints (and profiles)
+only the named ones; ``--dump FILE`` writes every answer, first and repeat (its flags,
+values and notes, one JSON line each) so two runs' decisions can be compared byte for
+byte; ``--secret FILE`` gives the state that secret key; the ``cpu ms`` column is the
+process's CPU time inside the first answer (every thread), which a loaded machine
+disturbs less than the wall clock. The target (issue 17): first at most 3x repeat for
+every query. One pass: a first answer cannot be repeated, so these are single timings
+(run it on a quiet machine and compare runs, not single queries). Exit status 0 always:
+this is a measurement.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import json
+import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -48,19 +51,25 @@ from guard.server.serve import freeze_start_up
 
 
 def _timed(call: object) -> tuple[float, object]:
-    start = time.perf_counter()
+    wall, _, out = _timed_cpu(call)
+    return wall, out
+
+
+def _timed_cpu(call: object) -> tuple[float, float, object]:
+    """Wall and CPU milliseconds of one call, and its answer (or the GuardError raised)."""
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         out = call()  # type: ignore[operator]
     except GuardError as error:
         out = error
-    return (time.perf_counter() - start) * 1000, out
+    return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000, out
 
 
-def _shown(answer: object) -> str:
-    """One answer as the dump holds it: the refusal's class and message, or its JSON."""
+def _dumped(qid: str, answer: object) -> str:
+    """One answer as a JSON line: what was released, withheld and said (or the refusal)."""
     if isinstance(answer, GuardError):
-        return f"{type(answer).__name__}: {answer}"
-    return str(answer.to_json())  # type: ignore[attr-defined]
+        return json.dumps({"query": qid, "refused": type(answer).__name__, "reason": str(answer)})
+    return json.dumps({"query": qid, **json.loads(answer.to_json())})  # type: ignore[attr-defined]
 
 
 class _Collections:
@@ -90,11 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=Path, help="write a cProfile of the first answers here")
     parser.add_argument("--no-freeze", action="store_true", help="leave start-up objects to the collector")
     parser.add_argument("--gc", action="store_true", help="print collections' ms inside each first answer")
-    parser.add_argument("--dump", type=Path, help="write every answer here, to compare runs")
-    parser.add_argument("--only", help="comma-separated query ids to time and print (all are still asked)")
+    parser.add_argument(
+        "--only", nargs="+", metavar="QID", help="print and profile only these queries (all run)"
+    )
+    parser.add_argument("--dump", type=Path, help="write every answer here (first, repeat), a JSON line each")
+    parser.add_argument(
+        "--secret", type=Path, help="the state's secret key (default: a fresh one, as a new state has)"
+    )
     args = parser.parse_args(argv)
-    only = set(args.only.split(",")) if args.only else {qid for qid, _ in bench_core.QUERIES}
-    dumped: list[str] = []
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
     raw = bench_core.open_raw(data.parquet)
     profile = cProfile.Profile() if args.profile else None
@@ -102,48 +114,55 @@ def main(argv: list[str] | None = None) -> int:
     collector = _Collections()
     if args.gc:
         gc.callbacks.append(collector.observe)
-    head = f"{'first ms':>10} {'cpu ms':>8} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}"
+    shown_ids = set(args.only) if args.only else {qid for qid, _ in bench_core.QUERIES}
+    dump = args.dump.open("w") if args.dump else None
+    head = f"{'first ms':>10} {'cpu ms':>10} {'repeat ms':>10} {'raw ms':>8} {'first/rep':>9}"
     print(f"{'query':6} {head}  withheld")
-    with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
-        if not args.cold:
-            started = time.perf_counter()
-            guard.prepare()  # what `guard serve` does before it accepts connections
-            if not args.no_freeze:
-                freeze_start_up()  # and this too
-            print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
-        for qid, sql in bench_core.QUERIES:
-            profiled = profile is not None and qid in only
-            if profiled:
-                profile.enable()  # type: ignore[union-attr]
-            collecting = collector.spent
-            cpu = time.process_time()
-            first, answer = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            cpu = 1000 * (time.process_time() - cpu)
-            if profiled:
-                profile.disable()  # type: ignore[union-attr]
-            repeat, again = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
-            dumped += [f"{qid} first {_shown(answer)}", f"{qid} repeat {_shown(again)}"]
-            if qid not in only:
-                continue
-            raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
-            if isinstance(answer, GuardError):
-                shown = f"refused: {str(answer)[:60]}"
-            else:
-                flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
-                shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
-            ratio = first / repeat if repeat > 0 else float("inf")
-            ratios.append(ratio)
-            spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
-            times = f"{first:10.1f} {cpu:8.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}"
-            line = f"{qid:6} {times}  {shown}{spent}"
-            print(line, flush=True)
+    with tempfile.TemporaryDirectory() as state:
+        if args.secret is not None:
+            # the same key in two runs: the same cost perturbation (which complementary
+            # cells the suppression picks), so two versions' decisions compare cell for cell
+            shutil.copyfile(args.secret, Path(state) / "secret.key")
+            os.chmod(Path(state) / "secret.key", 0o600)
+        with Guard.open(data.policy, state=state) as guard:
+            if not args.cold:
+                started = time.perf_counter()
+                guard.prepare()  # what `guard serve` does before it accepts connections
+                if not args.no_freeze:
+                    freeze_start_up()  # and this too
+                print(f"start-up: Guard.prepare() {1000 * (time.perf_counter() - started):.0f} ms")
+            for qid, sql in bench_core.QUERIES:
+                profiled = profile is not None and qid in shown_ids
+                if profiled:
+                    profile.enable()  # type: ignore[union-attr]
+                collecting = collector.spent
+                first, cpu, answer = _timed_cpu(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+                if profiled:
+                    profile.disable()  # type: ignore[union-attr]
+                repeat, again = _timed(lambda sql=sql: guard.query(sql, analyst=bench_core.ANALYST))
+                if dump is not None:
+                    print(_dumped(qid, answer), file=dump, flush=True)
+                    print(_dumped(f"{qid} repeat", again), file=dump, flush=True)
+                raw_ms, _ = _timed(lambda sql=sql: raw.execute(sql).fetchall())
+                if isinstance(answer, GuardError):
+                    shown = f"refused: {str(answer)[:60]}"
+                else:
+                    flags = [f for row in answer.flags for f in row]  # type: ignore[attr-defined]
+                    shown = f"{sum(f == 'suppressed' for f in flags)} of {len(flags)}"
+                ratio = first / repeat if repeat > 0 else float("inf")
+                if qid not in shown_ids:
+                    continue
+                ratios.append(ratio)
+                spent = f"  gc {collector.spent - collecting:.0f} ms" if args.gc else ""
+                times = f"{first:10.1f} {cpu:10.1f} {repeat:10.1f} {raw_ms:8.1f} {ratio:9.1f}"
+                line = f"{qid:6} {times}  {shown}{spent}"
+                print(line, flush=True)
+    if dump is not None:
+        dump.close()
     print(
         f"first / repeat: median {statistics.median(ratios):.1f}, max {max(ratios):.1f}; "
         f"queries within 3x: {sum(r <= 3 for r in ratios)} of {len(ratios)}"
     )
-    if args.dump is not None:
-        args.dump.write_text("\n".join(dumped) + "\n")
-        print(f"answers: {args.dump}")
     if profile is not None:
         profile.dump_stats(str(args.profile))
         print(f"profile of the first answers: {args.profile}")

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-__all__ = ["LpResult", "LpStatus", "lp_model", "solve_lp"]
+__all__ = ["LpResult", "LpSolver", "LpStatus", "lp_model", "solve_lp"]
 
 Vector = npt.NDArray[np.floating[Any]]
 
@@ -59,21 +59,51 @@ def lp_model(
     """A quiet HiGHS model: ``min cost x`` with ``row_lower <= matrix x <= row_upper`` and
     ``col_lower <= x <= col_upper`` (infinite bounds as ``±inf``)."""
     columns = sparse.csc_matrix(matrix)
+    highs = _quiet()
+    highs.passModel(
+        _lp(
+            (columns.indptr, columns.indices, columns.data, int(columns.shape[0])),
+            cost,
+            col_lower,
+            col_upper,
+            row_lower,
+            row_upper,
+        )
+    )
+    return highs
+
+
+#: a column-wise matrix as its arrays: (indptr, indices, data, number of rows)
+Columns = tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], int]
+
+
+def _quiet() -> highspy.Highs:
+    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+def _lp(
+    columns: Columns,
+    cost: Vector,
+    col_lower: Vector,
+    col_upper: Vector,
+    row_lower: Vector,
+    row_upper: Vector,
+) -> highspy.HighsLp:
+    indptr, indices, data, rows = columns
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = int(columns.shape[1]), int(columns.shape[0])
+    lp.num_col_, lp.num_row_ = len(indptr) - 1, rows
     lp.col_cost_ = np.asarray(cost, dtype=np.float64)
     lp.col_lower_ = np.asarray(col_lower, dtype=np.float64)
     lp.col_upper_ = np.asarray(col_upper, dtype=np.float64)
     lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
     lp.row_upper_ = np.asarray(row_upper, dtype=np.float64)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = columns.indptr
-    lp.a_matrix_.index_ = columns.indices
-    lp.a_matrix_.value_ = columns.data.astype(np.float64, copy=False)
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]  # highspy's stubs leave it untyped
-    highs.setOptionValue("output_flag", False)
-    highs.passModel(lp)
-    return highs
+    lp.a_matrix_.start_ = indptr
+    lp.a_matrix_.index_ = indices
+    lp.a_matrix_.value_ = data.astype(np.float64, copy=False)
+    return lp
 
 
 class LpStatus(Enum):
@@ -103,6 +133,55 @@ def solve_lp(
     """``min cost x  s.t.  matrix x = rhs,  lower <= x <= upper``, once."""
     highs = lp_model(matrix, cost, lower, upper, rhs, rhs)
     highs.run()
+    return _result(highs)
+
+
+class LpSolver:
+    """One HiGHS instance for a run of one-shot LPs (the heuristic solves thousands of
+    small deviation LPs: a new instance each cost as much as the smaller ones' solve).
+    Each model is passed afresh, which drops the last one's basis and solution, so every
+    solve returns what :func:`solve_lp` returns for it (tested bit for bit). Not for
+    sharing between threads."""
+
+    def __init__(self, *, presolve: bool = True) -> None:
+        """``presolve=False``: HiGHS's simplex from its start basis without presolve (see
+        ``DeviationProblem.solver``); the same optimum value, possibly another optimal
+        point."""
+        self._highs = _quiet()
+        if not presolve:
+            self._highs.setOptionValue("presolve", "off")
+
+    def solve(self, cost: Vector, columns: Columns, rhs: Vector, lower: Vector, upper: Vector) -> LpResult:
+        """``min cost x  s.t.  A x = rhs,  lower <= x <= upper`` with ``A`` given by its
+        column-wise arrays (no scipy matrix built)."""
+        indptr, indices, data, rows = columns
+        n = len(indptr) - 1
+        sides: npt.NDArray[np.float64] = np.asarray(rhs, dtype=np.float64)
+        # the arrays straight to HiGHS (its C signature, every column continuous): the same
+        # model as through a HighsLp (tested bit for bit), whose attributes copied each
+        # array element by element (a third of a small LP's time)
+        self._highs.passModel(
+            n,
+            rows,
+            int(indptr[-1]),
+            int(highspy.MatrixFormat.kColwise),
+            int(highspy.ObjSense.kMinimize),
+            0.0,
+            np.asarray(cost, dtype=np.float64),
+            np.asarray(lower, dtype=np.float64),
+            np.asarray(upper, dtype=np.float64),
+            sides,
+            sides,
+            np.asarray(indptr, dtype=np.int32),
+            np.asarray(indices, dtype=np.int32),
+            np.asarray(data, dtype=np.float64),
+            np.zeros(n, dtype=np.int32),
+        )
+        self._highs.run()
+        return _result(self._highs)
+
+
+def _result(highs: highspy.Highs) -> LpResult:
     status = highs.getModelStatus()
     if status == highspy.HighsModelStatus.kOptimal:
         solution = highs.getSolution()

@@ -217,9 +217,11 @@ class InverseBasis:
         inverse = inverse_mod(int(x[position]), p)
         d = x.copy()
         d[position] = (d[position] - 1) % p
-        scaled = mul_mod(d, inverse, p)
-        d_index = np.flatnonzero(scaled).astype(np.int64)
-        minus = (-scaled[d_index]) % p
+        # d scaled by a unit mod the prime is nonzero exactly where d is: only those
+        # entries are multiplied, and only those rows of y move (d spans the rank)
+        d_index = np.flatnonzero(d).astype(np.int64)
+        scaled = mul_mod(d[d_index], inverse, p)
+        minus = (-scaled) % p
         row_index, row_value = self._rows.line(position)  # replaced, never mutated: a snapshot
         self._rows.add_outer(d_index, minus, row_index, row_value)
         self._changes += 1
@@ -227,7 +229,7 @@ class InverseBasis:
         self._touched[position] = self._changes
         y = self._y[:r]
         shift = (y[position] + weight_out) % p
-        y[...] = (y - mul_mod(scaled[:, None], shift[None, :], p)) % p
+        y[d_index] = (y[d_index] - mul_mod(scaled[:, None], shift[None, :], p)) % p
         y[position] = (y[position] + weight_out - weight_in) % p
         self._atoms[position] = atom
 

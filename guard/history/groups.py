@@ -229,9 +229,10 @@ class GroupSearch:
                 sizes = partition.sizes()[large]
                 chosen = int(large[int(np.argmax(sizes))])
                 auditor.exchange(position, chosen)
-                scaled = mul_mod(row, inverse_mod(int(row[chosen]), p), p)
-                support = np.flatnonzero(scaled).astype(np.int64)
-                entered.append((chosen, support, scaled[support]))
+                # scaled by a unit mod the prime: nonzero exactly where the row is, so
+                # only those entries are multiplied (the row spans every atom)
+                support = np.flatnonzero(row).astype(np.int64)
+                entered.append((chosen, support, mul_mod(row[support], inverse_mod(int(row[chosen]), p), p)))
                 self._stuck_atom[position] = -1
                 moved += 1
             else:

@@ -25,7 +25,15 @@ CellKey = tuple[tuple[str, ...], tuple[Any, ...]]
 
 def normalized(value: Any) -> Any:
     """A group-key value as it reads after a round trip through the JSON log."""
+    if type(value) in _SAME:
+        return value  # the round trip gives it back unchanged (tested); most keys are these
     return json.loads(json.dumps(value, default=_text))
+
+
+#: types whose values a JSON round trip returns equal and of the same type: a string
+#: (lone surrogates are escaped and read back), an int of any size (not bool, a subclass
+#: the round trip keeps but that is checked by type here), None
+_SAME = frozenset({str, int, type(None)})
 
 
 def space_of(func: AggFunc, column: str | None) -> tuple[str, str | None]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from guard.highs import LpResult, LpStatus, solve_lp
+from guard.highs import LpResult, LpSolver, LpStatus, solve_lp
 from guard.suppression.entries import positions
 from guard.suppression.table import TOTAL, Key, Table
 
@@ -57,6 +57,15 @@ class DeviationProblem:
     #: per (cell, dimension): the other cells of the cell's line in that dimension
     lines: dict[tuple[Key, int], list[int]] = field(repr=False)
     cell_keys: tuple[Key, ...] = field(repr=False)
+    #: ``lines`` as arrays, filled as the boxes need them
+    line_arrays: dict[tuple[Key, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    #: one HiGHS instance for every LP of the run (one thread: the heuristic's), without
+    #: presolve: on these LPs (a few relations, hundreds of cells) presolve solved each
+    #: outright and its postsolve returned a point that moved every free cell of the
+    #: relations (151 cells a deviation on bench_core's q12), twice as slow as the one
+    #: or two simplex pivots from the slack basis, whose vertex moves a handful (2 on
+    #: q12) and so proves more levels per deviation (2,506 LPs there instead of 2,841)
+    solver: LpSolver = field(default_factory=lambda: LpSolver(presolve=False), repr=False, compare=False)
 
     @classmethod
     def of(cls, table: Table, kept: Set[int]) -> DeviationProblem:
@@ -102,22 +111,39 @@ class DeviationProblem:
         width = max(1, round(_BOX ** (1 / max(1, len(key)))) - 2)
         choices: list[set[Hashable]] = []
         for j in range(len(key)):
-            line = [i for i in self.lines[((*key[:j], None, *key[j + 1 :]), j)] if i != p]
-            line.sort(key=lambda i: costs[i])
-            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in line[:width])})
+            line = self._line((*key[:j], None, *key[j + 1 :]), j)
+            line = line[line != p]
+            # a stable sort by cost: the order Python's list.sort gave
+            cheapest = line[np.argsort(costs[line], kind="stable")[:width]].tolist()
+            choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in cheapest)})
         box = (self.keys.get(k) for k in itertools.product(*choices))
         seen.update(i for i in box if i is not None)
-        start = np.union1d(_entries(self.csr, rows), np.fromiter(seen, dtype=int))
+        # sets of cells as masks over the table: sorted and unique when read back, as
+        # union1d / unique return them, without a sort per LP
+        member = np.zeros(len(self.up_room), dtype=bool)
+        member[_entries(self.csr, rows)] = True
+        member[np.fromiter(seen, dtype=np.int64, count=len(seen))] = True
         if not hidden:
-            return start
+            return np.flatnonzero(member)
         if hidden_ids is None:
             hidden_ids = np.fromiter(hidden, dtype=int, count=len(hidden))
         if distant:
-            return np.union1d(start, hidden_ids)
-        near = np.unique(_entries(self.csr, np.unique(_entries(self.csc, start))))
+            member[hidden_ids] = True
+            return np.flatnonzero(member)
+        related = np.zeros(self.csr.shape[0], dtype=bool)
+        related[_entries(self.csc, np.flatnonzero(member))] = True
+        near = _entries(self.csr, np.flatnonzero(related))
         mask = np.zeros(len(self.up_room), dtype=bool)
         mask[hidden_ids] = True
-        return np.union1d(start, near[mask[near]])
+        member[near[mask[near]]] = True
+        return np.flatnonzero(member)
+
+    def _line(self, blanked: Key, j: int) -> np.ndarray:
+        """The cells of a line (``lines``) as an array, made once per line."""
+        found = self.line_arrays.get((blanked, j))
+        if found is None:
+            found = self.line_arrays[(blanked, j)] = np.array(self.lines[(blanked, j)], dtype=np.int64)
+        return found
 
 
 _Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -204,38 +230,47 @@ def _restricted(
 ) -> tuple[LpResult, np.ndarray]:
     """The LP over ``columns`` and the relations they touch; with ``slack``, the phase-1
     LP minimising the violation of ``A d = 0``."""
-    part, rows = _submatrix(problem.csc, columns)
     lo_plus, hi_plus, lo_minus, hi_minus = bounds
-    blocks = [part, -part]
-    lo = [lo_plus[columns], lo_minus[columns]]
-    hi = [hi_plus[columns], hi_minus[columns]]
-    cost = [c[columns], c[columns]]
-    if slack:
-        eye = sparse.identity(len(rows), format="csc")
-        blocks += [eye, -eye]
-        lo += [np.zeros(len(rows))] * 2
-        hi += [np.full(len(rows), np.inf)] * 2
-        cost = [np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2
+    if not slack:
+        # the common case, thousands of times a run: arrays straight to the kept solver
+        indptr, indices, data, rows = _submatrix_arrays(problem.csc, columns)
+        paired = _paired_arrays(indptr, indices, data)
+        cost = c[columns]
+        res = problem.solver.solve(
+            np.concatenate([cost, cost]),
+            (*paired, len(rows)),
+            np.zeros(len(rows)),
+            np.concatenate([lo_plus[columns], lo_minus[columns]]),
+            np.concatenate([hi_plus[columns], hi_minus[columns]]),
+        )
+        return res, rows
+    part, rows = _submatrix(problem.csc, columns)
+    eye = sparse.identity(len(rows), format="csc")
     res = solve_lp(
-        np.concatenate(cost),
-        sparse.hstack(blocks, format="csc") if slack else _paired(part),
+        np.concatenate([np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2),
+        sparse.hstack([part, -part, eye, -eye], format="csc"),
         np.zeros(len(rows)),
-        np.concatenate(lo),
-        np.concatenate(hi),
+        np.concatenate([lo_plus[columns], lo_minus[columns], np.zeros(len(rows)), np.zeros(len(rows))]),
+        np.concatenate([hi_plus[columns], hi_minus[columns], np.full(2 * len(rows), np.inf)]),
     )
     return res, rows
 
 
 def _paired(part: sparse.csc_matrix) -> sparse.csc_matrix:
     """``sparse.hstack([part, -part], format="csc")`` from the arrays: d+ then d-."""
-    nnz = int(part.indptr[-1])
-    return sparse.csc_matrix(
-        (
-            np.concatenate([part.data, -part.data]),
-            np.concatenate([part.indices, part.indices]),
-            np.concatenate([part.indptr, part.indptr[1:] + nnz]),
-        ),
-        shape=(part.shape[0], 2 * part.shape[1]),
+    indptr, indices, data = _paired_arrays(part.indptr, part.indices, part.data)
+    return sparse.csc_matrix((data, indices, indptr), shape=(part.shape[0], 2 * part.shape[1]))
+
+
+def _paired_arrays(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The column-wise arrays (indptr, indices, data) of ``[part, -part]``."""
+    nnz = int(indptr[-1])
+    return (
+        np.concatenate([indptr, indptr[1:] + nnz]),
+        np.concatenate([indices, indices]),
+        np.concatenate([data, -data]),
     )
 
 
@@ -251,6 +286,14 @@ def _submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_
     scipy's ``sub = csc[:, columns]; sub[np.unique(sub.indices)]`` builds (every entry
     of each column kept in its stored order, rows renumbered in order), so the LP HiGHS
     receives is the same, without scipy's general fancy indexing per LP."""
+    indptr, renumbered, data, rows = _submatrix_arrays(csc, columns)
+    return sparse.csc_matrix((data, renumbered, indptr), shape=(len(rows), len(columns))), rows
+
+
+def _submatrix_arrays(
+    csc: sparse.csc_matrix, columns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_submatrix` as its arrays (indptr, indices, data) and rows, no matrix built."""
     pointer = csc.indptr
     counts = pointer[columns + 1] - pointer[columns]
     where = positions(pointer, columns)
@@ -259,8 +302,7 @@ def _submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_
     indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)
     np.cumsum(counts, out=indptr[1:])
     renumbered = np.searchsorted(rows, found).astype(csc.indices.dtype)
-    part = sparse.csc_matrix((csc.data[where], renumbered, indptr), shape=(len(rows), len(columns)))
-    return part, rows
+    return indptr, renumbered, csc.data[where], rows
 
 
 def _price(

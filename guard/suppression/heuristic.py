@@ -117,7 +117,7 @@ def solve_heuristic(
                     "with every other cell withheld; widen the bounds or lower the levels"
                 )
             support = np.flatnonzero(np.abs(deviation) > 1e-9 * max(1.0, level))
-            hidden.update(int(i) for i in support)
+            hidden.update(support.tolist())
             c[support] = 0.0
             if whole is not None:
                 whole.price(support, 0.0)

@@ -86,3 +86,54 @@ def test_a_certificates_residual_is_scipys_bit_for_bit(table: Table, seed: int) 
         values = rng.normal(scale=10.0 ** rng.integers(-3, 9), size=support.size)
         expected = csc[:, support] @ values
         assert np.array_equal(_product(csc, support, values), expected)
+
+
+def _reference_start(
+    problem: DeviationProblem, p: int, costs: np.ndarray, hidden: set[int], distant: bool
+) -> np.ndarray:
+    """The box as it was built before it used masks and line arrays (lists sorted by
+    Python, sets joined by np.union1d / np.unique): the oracle of ``start``."""
+    import itertools
+
+    rows = problem.csc.indices[problem.csc.indptr[p] : problem.csc.indptr[p + 1]]
+    seen, stack = {p}, [p]
+    while stack:
+        for parent in problem.parents.get(stack.pop(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    key = problem.cell_keys[p]
+    width = max(1, round(256 ** (1 / max(1, len(key)))) - 2)
+    choices = []
+    for j in range(len(key)):
+        line = [i for i in problem.lines[((*key[:j], None, *key[j + 1 :]), j)] if i != p]
+        line.sort(key=lambda i: costs[i])
+        choices.append({key[j], TOTAL, *(problem.cell_keys[i][j] for i in line[:width])})
+    seen.update(i for i in (problem.keys.get(k) for k in itertools.product(*choices)) if i is not None)
+    start = np.union1d(_entries(problem.csr, rows), np.fromiter(seen, dtype=int))
+    if not hidden:
+        return start
+    ids = np.fromiter(hidden, dtype=int, count=len(hidden))
+    if distant:
+        return np.union1d(start, ids)
+    near = np.unique(_entries(problem.csr, np.unique(_entries(problem.csc, start))))
+    mask = np.zeros(len(problem.up_room), dtype=bool)
+    mask[ids] = True
+    return np.union1d(start, near[mask[near]])
+
+
+@pytest.mark.parametrize("distant", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_box_is_the_one_built_with_sorted_lists_and_union1d(
+    table: Table, distant: bool, seed: int
+) -> None:
+    problem = DeviationProblem.of(table, set())
+    rng = np.random.default_rng(seed)
+    # few distinct costs: ties, which the stable sort must break as list.sort did
+    costs = rng.integers(0, 4, size=len(table)).astype(float)
+    for size in (0, 5, 60, len(table) // 3):
+        hidden = {int(i) for i in rng.choice(len(table), size=size, replace=False)}
+        for p in rng.choice(len(table), size=15, replace=False).tolist():
+            got = problem.start(p, costs, hidden, distant)
+            expected = _reference_start(problem, p, costs, hidden, distant)
+            assert np.array_equal(got, expected), (p, size)
