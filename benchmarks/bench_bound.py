@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -130,8 +131,51 @@ class _Separator:
         return bool(sign * d[p] >= level * (1 - _TOL)), None
 
 
+def add_bridges(master: highspy.Highs, table: Table, sensitive: set[int]) -> int:
+    """Add ``y_i <= sum_{j in R, j != i} y_j`` per relation ``R`` and cell ``i`` of it.
+
+    Valid for the optimum, not for every pattern: a withheld cell alone in a relation
+    (every other cell of it published) is pinned by that relation in every attacker
+    LP (``d_i = 0``), so publishing it leaves every feasibility interval as it was; an
+    optimal pattern under positive costs therefore has no such cell, and the master
+    with these rows still admits it. A sensitive cell (``y = 1`` fixed) gets the row
+    ``sum_{j in R, j != p} y_j >= 1``. Returns the number of rows added.
+    """
+    rows = 0
+    for cells in table.relation_cells:
+        for i in cells:
+            others = [j for j in cells if j != i]
+            if i in sensitive:
+                index = np.array(others, dtype=np.int32)
+                master.addRow(1.0, highspy.kHighsInf, len(index), index, np.ones(len(index)))
+            else:
+                index = np.array([i, *others], dtype=np.int32)
+                value = np.ones(len(index))
+                value[0] = -1.0
+                master.addRow(0.0, highspy.kHighsInf, len(index), index, value)
+            rows += 1
+    return rows
+
+
+def cover_count(g: np.ndarray, level: float) -> int:
+    """Fewest cells of the cut ``g y >= level`` (``0 < g_i <= level``) that can meet it.
+
+    A binary ``y`` meeting the cut has at least this many ones on the cut's support:
+    the largest ``k - 1`` coefficients sum to less than the level.
+    """
+    total = np.cumsum(np.sort(g)[::-1])
+    return int(min(np.searchsorted(total, level * (1 - 1e-9)) + 1, len(g)))
+
+
 def bound(
-    shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, out: Path, milp_round: float
+    shape: tuple[int, ...],
+    seed: int,
+    seconds: float,
+    cap: float | None,
+    out: Path,
+    milp_round: float,
+    bridges: bool = True,
+    covers: bool = True,
 ) -> None:
     begin = time.perf_counter()
     case = make_case(shape, seed)
@@ -145,18 +189,25 @@ def bound(
             "case": "x".join(map(str, shape)),
             "seed": seed,
             "t": round(time.perf_counter() - begin, 1),
+            "load1": round(os.getloadavg()[0], 2),
             **event,
         }
         with out.open("a") as f:
             f.write(json.dumps(event) + "\n")
         print(json.dumps(event), flush=True)
 
-    g0 = time.perf_counter()
+    g0, c0 = time.perf_counter(), time.process_time()
     result = suppress(table, case.requirements, options=SuppressionOptions(weight=Weight.COUNT), seed=seed)
     guard = frozenset(table.index(k) for k in result.suppressed)
     ok = not failures(table, result.suppressed, case.requirements)
     emit(
-        {"event": "guard", "cells": len(guard), "audit_ok": ok, "seconds": round(time.perf_counter() - g0, 1)}
+        {
+            "event": "guard",
+            "cells": len(guard),
+            "audit_ok": ok,
+            "seconds": round(time.perf_counter() - g0, 1),
+            "cpu_seconds": round(time.process_time() - c0, 1),
+        }
     )
     best = len(guard) if ok else np.inf
     best_pattern = sorted(guard)
@@ -168,6 +219,9 @@ def bound(
     from scipy import sparse
 
     master = lp_model(sparse.csc_matrix((0, n)), np.ones(n), lo, np.ones(n), empty, empty)
+    if bridges:
+        added_bridges = add_bridges(master, table, set(levels))
+        emit({"event": "bridges", "rows": added_bridges})
     cuts = 0
     lower = float(lo.sum())
     kind = "sensitive cells"
@@ -182,6 +236,10 @@ def bound(
                 index = np.flatnonzero(g > 1e-12).astype(np.int32)
                 master.addRow(float(level), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
                 added += 1
+                if covers:
+                    k = cover_count(g[index], float(level))
+                    if k > 1:
+                        master.addRow(float(k), highspy.kHighsInf, len(index), index, np.ones(len(index)))
         cuts += added
         return added, reached
 
@@ -329,10 +387,23 @@ def main() -> None:
         "--cap", type=float, default=None, help="cap rooms at cap x level (default: the audit's model)"
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--no-bridges", action="store_true", help="without the bridge rows (session 16's master)"
+    )
+    parser.add_argument("--no-covers", action="store_true", help="without the cardinality rows of each cut")
     args = parser.parse_args()
     shape = tuple(int(x) for x in args.case.split("x"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    bound(shape, args.seed, 60 * args.minutes, args.cap, args.out, args.milp_round)
+    bound(
+        shape,
+        args.seed,
+        60 * args.minutes,
+        args.cap,
+        args.out,
+        args.milp_round,
+        bridges=not args.no_bridges,
+        covers=not args.no_covers,
+    )
 
 
 if __name__ == "__main__":
