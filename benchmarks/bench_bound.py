@@ -74,6 +74,8 @@ class _Separator:
         self.all = np.arange(self.n, dtype=np.int32)
         self.lps = 0
         self.failed = 0
+        #: wall seconds in the attacker LPs (where a slow round's time went)
+        self.seconds = 0.0
 
     def rooms(self, p: int, upward: bool, level: float, capped: bool) -> tuple[np.ndarray, np.ndarray]:
         up, down = self.up.copy(), self.down.copy()
@@ -104,7 +106,9 @@ class _Separator:
         # bounded in time (one LP ran for minutes on a 6 x 6 x 6 table at load 9): a
         # level whose LP fails is neither reached nor cut (the bound only weakens)
         h.setOptionValue("time_limit", float(h.getRunTime()) + _LP_SECONDS)
+        t0 = time.perf_counter()
         h.run()
+        self.seconds += time.perf_counter() - t0
         self.lps += 1
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             h.clearSolver()
@@ -252,6 +256,7 @@ def bound(
     master.cbMipImprovingSolution.subscribe(collect)
     integral = False
     rounds = 0
+    master_lp_seconds = 0.0
     # the time limit counts from here: the guard's run above is not the bound's
     seconds += time.perf_counter() - begin
     while time.perf_counter() - begin < seconds:
@@ -270,7 +275,9 @@ def bound(
             master.setOptionValue(
                 "time_limit", float(master.getRunTime()) + max(1.0, min(left, 5 * _LP_SECONDS))
             )
+            t0 = time.perf_counter()
             master.run()
+            master_lp_seconds += time.perf_counter() - t0
             if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 break  # out of time: no LP bound from this round
             value = float(master.getInfo().objective_function_value)
@@ -289,6 +296,8 @@ def bound(
                 "cuts": cuts,
                 "lps": sep.lps,
                 "failed": sep.failed,
+                "attacker_lp_s": round(sep.seconds, 1),
+                "master_lp_s": round(master_lp_seconds, 1),
             }
         )
         # the master MILP
