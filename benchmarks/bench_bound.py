@@ -180,6 +180,7 @@ def bound(
     milp_round: float,
     bridges: bool = True,
     covers: bool = True,
+    repair: int = 0,
 ) -> None:
     begin = time.perf_counter()
     case = make_case(shape, seed)
@@ -230,6 +231,14 @@ def bound(
     lower = float(lo.sum())
     kind = "sensitive cells"
 
+    def add_cut(g: np.ndarray, level: float) -> None:
+        index = np.flatnonzero(g > 1e-12).astype(np.int32)
+        master.addRow(float(level), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
+        if covers:
+            k = cover_count(g[index], float(level))
+            if k > 1:
+                master.addRow(float(k), highspy.kHighsInf, len(index), index, np.ones(len(index)))
+
     def separate(y: np.ndarray, binary: bool) -> tuple[int, int]:
         nonlocal cuts
         added = reached = 0
@@ -237,13 +246,18 @@ def bound(
             ok_p, g = sep.cut(y, p, level, upward, binary=binary)
             reached += ok_p
             if g is not None:
-                index = np.flatnonzero(g > 1e-12).astype(np.int32)
-                master.addRow(float(level), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
+                add_cut(g, level)
                 added += 1
-                if covers:
-                    k = cover_count(g[index], float(level))
-                    if k > 1:
-                        master.addRow(float(k), highspy.kHighsInf, len(index), index, np.ones(len(index)))
+                # more cuts for this level: withhold the cell the cut weighs most and
+                # separate again (each cut comes from duals: valid whatever the point)
+                z = y.copy()
+                for _ in range(repair if binary else 0):
+                    z[int(np.argmax(np.where(z > 0.5, -1.0, g)))] = 1.0
+                    done, g = sep.cut(z, p, level, upward, binary=True)
+                    if done or g is None:
+                        break
+                    add_cut(g, level)
+                    added += 1
         cuts += added
         return added, reached
 
@@ -400,6 +414,9 @@ def main() -> None:
         "--no-bridges", action="store_true", help="without the bridge rows (session 16's master)"
     )
     parser.add_argument("--no-covers", action="store_true", help="without the cardinality rows of each cut")
+    parser.add_argument(
+        "--repair", type=int, default=0, help="per level missed at an integer point, this many more cuts"
+    )
     args = parser.parse_args()
     shape = tuple(int(x) for x in args.case.split("x"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -412,6 +429,7 @@ def main() -> None:
         args.milp_round,
         bridges=not args.no_bridges,
         covers=not args.no_covers,
+        repair=args.repair,
     )
 
 
