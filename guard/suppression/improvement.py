@@ -1,9 +1,8 @@
 """What runs after the first pattern when the MILP did not prove one optimal: the
 recombination of randomised heuristic patterns (3-D, up to ``recombine_limit``), the
-MILP by capacity cuts started from the best pattern (not on 3-D tables above
-``recombine_limit``: there one master MILP's root outlasts any fail-safe under load),
-and a local search on 3-D tables; the cheapest pattern found is kept, with the
-certificates proving it.
+MILP by capacity cuts started from the best pattern (up to ``cut_limit``), and a local
+search on 3-D tables; the cheapest pattern found is kept, with the certificates
+proving it.
 
 Each stops on a count of work, not on the clock, so one table with one secret gives one
 pattern whatever the machine's load: the recombination's MILPs by their node count
@@ -100,12 +99,12 @@ def improve(
             seconds=_FAIL_SAFE * opts.time_limit,
         )
         hidden, certificates = found.hidden, found.certificates
-    # on 3-D tables above the recombination's size one master MILP of the cut loop can
-    # outlast its fail-safe (8 x 8 x 8, 10 x 10 x 10: 19 s at the root at load 12; the
-    # node limit does not bind there and HiGHS has no work limit for the root), so the
-    # clock, not the work, would decide: the local search improves those instead
-    cut = size <= opts.cut_limit and not (size > opts.recombine_limit and crossed(table))
-    if search and cut:
+    # also on 3-D tables above the recombination's size: with the bridge rows in its
+    # master (guard/suppression/bridges.py) the loop reaches 75-79 cells on 8 x 8 x 8
+    # tables where the local search alone stopped at 83-85, its master MILPs' roots
+    # well inside the fail-safe (session 17; without the rows one root took 19 s at
+    # load 12 and the fail-safe decided the pattern, session 15)
+    if search and size <= opts.cut_limit:
         better = _by_cuts(table, levels, costs, hidden, forced, kept, opts)
         if better is not None:
             hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True
