@@ -8,12 +8,13 @@ LP; and that the cut loop proves the same optimal cost with and without the rows
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from guard.suppression import Protection, SuppressionOptions, Table, Weight, suppress
+from guard.suppression import Protection, SuppressionOptions, Table, Weight, improvement, suppress
 from guard.suppression.bridges import bridge_rows
 from guard.suppression.costs import perturbed_costs
 from guard.suppression.cuts import solve_by_cuts
@@ -122,3 +123,36 @@ def test_the_cut_loop_improves_3d_tables_above_the_recombination(cube_table: Cub
     assert with_cuts.suppressed == again.suppressed  # stopped by work, not the clock
     assert len(with_cuts.suppressed) < len(without.suppressed)  # 26 cells against 32
     assert protected(table, {table.index(k) for k in with_cuts.suppressed}, levels)
+
+
+def test_the_local_search_also_starts_from_the_pattern_before_the_cut_loop(
+    cube_table: CubeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # from the cut loop's pattern one 8 x 8 x 8 descent ended 3 cells above the descent
+    # from the pattern before it: on tables up to _BOTH_CELLS both run, the cheaper end wins
+    table, levels = problem(cube_table, (5, 5, 4), 2)
+    requirements = {table.keys[p]: Protection(*lv) for p, lv in levels.items()}
+    options = SuppressionOptions(weight=Weight.COUNT, optimal_limit=0, recombine_limit=0, time_limit=2.0)
+    calls: list[tuple[frozenset[int], frozenset[int]]] = []
+    real = improvement.improve_locally
+
+    def spy(*args: Any, **kwargs: Any) -> tuple[frozenset[int], Any]:
+        hidden, proofs = real(*args, **kwargs)
+        calls.append((frozenset(args[3]), hidden))
+        return hidden, proofs
+
+    monkeypatch.setattr(improvement, "improve_locally", spy)
+    result = suppress(table, requirements, options=options, seed=2)
+    assert len(calls) == 2 and calls[0][0] != calls[1][0]  # two different starts
+    costs = perturbed_costs(table, Weight.COUNT, options.perturbation, 2)
+    ends = [float(costs[list(end)].sum()) for _, end in calls]
+    # the first is the cut loop's start, cheaper than the one before it
+    assert costs[list(calls[0][0])].sum() < costs[list(calls[1][0])].sum()
+    chosen = {table.index(k) for k in result.suppressed}
+    assert float(costs[list(chosen)].sum()) == pytest.approx(min(ends))
+    assert protected(table, chosen, levels)
+    # above _BOTH_CELLS only the cut loop's pattern is descended from
+    calls.clear()
+    monkeypatch.setattr(improvement, "_BOTH_CELLS", 10)
+    suppress(table, requirements, options=options, seed=2)
+    assert len(calls) == 1
