@@ -24,6 +24,17 @@ the uncapped coefficients. With ``--cap 1`` the rooms are capped at the cell's l
 level as the guard's own model does (bench_optimality's ``cap``): a bound on that
 model only, which can be higher than the audit's optimum.
 
+Two more families of rows (session 17), each keeping the master's optimum at most the
+fewest cells: the **bridge rows** of :mod:`guard.suppression.bridges` (a withheld cell
+alone in a relation is pinned, so an optimal pattern has none; a sensitive cell never is
+alone), and per cut a **cardinality row** ``sum_{i in supp g} y_i >= k``, ``k`` the
+fewest of its coefficients reaching the level (every binary point meeting the cut meets
+it). ``--no-bridges`` / ``--no-covers`` leave them out; ``--repair K`` adds up to K more
+cuts per level missed at an integer point (each from an LP's duals: valid anywhere).
+A master pattern that reaches every level and passes the guard's LP audit
+(``failures``) is protecting, so when it is the master's optimum the optimum is proven
+(event ``proven``).
+
     nice -n 10 python -u benchmarks/bench_bound.py --case 8x8x8 --seed 0 --minutes 18 \\
         --out /tmp/s16-3d/bound-8x8x8-0.jsonl
 
