@@ -156,3 +156,25 @@ def test_the_local_search_also_starts_from_the_pattern_before_the_cut_loop(
     monkeypatch.setattr(improvement, "_BOTH_CELLS", 10)
     suppress(table, requirements, options=options, seed=2)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(("shape", "seed", "rows"), [((5, 5, 4), 2, True), ((8, 6), 2, False)])
+def test_the_rows_only_on_3d_tables(
+    cube_table: CubeTable, monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...], seed: int, rows: bool
+) -> None:
+    # 2-D tables keep the cut loop of before (on 20 x 20 the rows cost a cell at 2 s)
+    table, levels = problem(cube_table, shape, seed)
+    requirements = {table.keys[p]: Protection(*lv) for p, lv in levels.items()}
+    seen: list[bool] = []
+    real = improvement.solve_by_cuts
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["bridges"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(improvement, "solve_by_cuts", spy)
+    options = SuppressionOptions(
+        weight=Weight.COUNT, optimal_limit=0, recombine_limit=0, moves=0, time_limit=1.0
+    )
+    suppress(table, requirements, options=options, seed=seed)
+    assert seen == [rows]
