@@ -13,11 +13,12 @@ and publishing it changes no feasibility interval of any cell. Hence:
   master problem's optimum needs to stay a lower bound. Cells that must stay withheld
   (``forced``) get no row: they cannot be published.
 
-The capacity cuts alone let the master choose cells that no deviation can use (on a
-6 x 6 x 6 table its patterns reached 17 of 20 levels round after round); with these
-rows the offline master proved the optimum of 6 x 6 x 6 tables in 2-6 minutes where it
-had not in 5 (``benchmarks/RESULTS.md``, session 17). These are Fischetti & Salazar's
-"bridgeless" inequalities in their simplest form.
+The capacity cuts alone let the master choose cells that no deviation can use (its
+8 x 8 x 8 patterns reached none of 58 levels, session 16); with these rows the offline
+master proved the optimum of two of three 6 x 6 x 6 tables, in 1 and 6 minutes, where it
+had proven none in 5, and the online loop on 8 x 8 x 8 tables ends 4-7 cells lower
+(``benchmarks/RESULTS.md``, session 17). These are Fischetti & Salazar's "bridgeless"
+inequalities in their simplest form.
 """
 
 from __future__ import annotations
