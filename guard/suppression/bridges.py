@@ -16,8 +16,8 @@ and publishing it changes no feasibility interval of any cell. Hence:
 The capacity cuts alone let the master choose cells that no deviation can use (its
 8 x 8 x 8 patterns reached none of 58 levels, session 16); with these rows the offline
 master proved the optimum of two of three 6 x 6 x 6 tables, in 1 and 6 minutes, where it
-had proven none in 5, and the online loop on 8 x 8 x 8 tables ends 4-7 cells lower
-(``benchmarks/RESULTS.md``, session 17). These are Fischetti & Salazar's "bridgeless"
+had proven none in 5, and the online loop reaches 8 x 8 x 8 patterns of 83/78/88 cells
+where the local search alone stopped at 83/85/92 (``benchmarks/RESULTS.md``, session 17). These are Fischetti & Salazar's "bridgeless"
 inequalities in their simplest form.
 """
 

@@ -108,10 +108,11 @@ def improve(
         )
         hidden, certificates = found.hidden, found.certificates
     # also on 3-D tables above the recombination's size: with the bridge rows in its
-    # master (guard/suppression/bridges.py) the loop reaches 75-79 cells on 8 x 8 x 8
-    # tables where the local search alone stopped at 83-85, its master MILPs' roots
-    # well inside the fail-safe (session 17; without the rows one root took 19 s at
-    # load 12 and the fail-safe decided the pattern, session 15)
+    # master (guard/suppression/bridges.py), at 2 s, 8 x 8 x 8 tables end at 83/78/88
+    # cells where the local search alone stopped at 83/85/92, 10 x 10 x 10 at 140/145/149
+    # against 152/156/152; the loop took 2-20 s of wall clock at load 6-8 against its
+    # fail-safe of 30 s (session 17; without the rows one root took 19 s at load 12 and
+    # the fail-safe decided the pattern, session 15)
     if search and size <= opts.cut_limit:
         better = _by_cuts(table, levels, costs, hidden, forced, kept, opts)
         if better is not None:
