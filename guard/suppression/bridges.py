@@ -17,8 +17,8 @@ The capacity cuts alone let the master choose cells that no deviation can use (i
 8 x 8 x 8 patterns reached none of 58 levels, session 16); with these rows the offline
 master proved the optimum of two of three 6 x 6 x 6 tables, in 1 and 6 minutes, where it
 had proven none in 5, and the online loop reaches 8 x 8 x 8 patterns of 83/78/88 cells
-where the local search alone stopped at 83/85/92 (``benchmarks/RESULTS.md``, session 17). These are Fischetti & Salazar's "bridgeless"
-inequalities in their simplest form.
+where the local search alone stopped at 83/85/92 (``benchmarks/RESULTS.md``, session
+17). These are Fischetti & Salazar's "bridgeless" inequalities in their simplest form.
 """
 
 from __future__ import annotations
