@@ -1,8 +1,9 @@
 """What runs after the first pattern when the MILP did not prove one optimal: the
 recombination of randomised heuristic patterns (3-D, up to ``recombine_limit``), the
-MILP by capacity cuts started from the best pattern (up to ``cut_limit``), and a local
-search on 3-D tables; the cheapest pattern found is kept, with the certificates
-proving it.
+MILP by capacity cuts started from the best pattern (not on 3-D tables above
+``recombine_limit``: there one master MILP's root outlasts any fail-safe under load),
+and a local search on 3-D tables; the cheapest pattern found is kept, with the
+certificates proving it.
 
 Each stops on a count of work, not on the clock, so one table with one secret gives one
 pattern whatever the machine's load: the recombination's MILPs by their node count
@@ -58,12 +59,6 @@ _MASTER_NODES = 500
 #: in one order, so more of them never cost cells (10 x 10 x 10: 60 moves gave
 #: 154/159/153 cells, 100 moves 152/156/152)
 _MOVE_CELLS = 140_000
-#: up to this many cells the local search runs from the pattern before the cut loop
-#: too, and the cheaper end is kept: from the cut loop's pattern it ended 3 cells above
-#: the other on one 8 x 8 x 8 table of three (86 against 83), and a second descent costs
-#: 3-5 s of CPU there; on 10 x 10 x 10 (1,331 cells) the cut loop's start won on all
-#: three tables by 3-12 cells and a second descent would cost about 20 s (session 17)
-_BOTH_CELLS = 1_000
 
 
 @dataclass(frozen=True)
@@ -89,8 +84,6 @@ def improve(
     by a MILP)`` of the cheapest pattern found (``start``'s when nothing is cheaper)."""
     hidden, certificates = start.hidden, start.certificates
     proven = by_milp = False
-    #: patterns the local search also starts from (the one before the cut loop's)
-    starts: list[tuple[frozenset[int], Certificates]] = []
     size = len(table) * len(levels)
     search = opts.method is not Method.HEURISTIC
     if search and opts.starts > 1 and size <= opts.recombine_limit and crossed(table):
@@ -107,40 +100,28 @@ def improve(
             seconds=_FAIL_SAFE * opts.time_limit,
         )
         hidden, certificates = found.hidden, found.certificates
-    # also on 3-D tables above the recombination's size: with the bridge rows in its
-    # master (guard/suppression/bridges.py), at 2 s, 8 x 8 x 8 tables end at 83/78/88
-    # cells where the local search alone stopped at 83/85/92, 10 x 10 x 10 at 140/145/149
-    # against 152/156/152; the loop took 2-20 s of wall clock at load 6-8 against its
-    # fail-safe of 30 s (session 17; without the rows one root took 19 s at load 12 and
-    # the fail-safe decided the pattern, session 15)
-    if search and size <= opts.cut_limit:
+    # on 3-D tables above the recombination's size one master MILP of the cut loop can
+    # outlast its fail-safe (8 x 8 x 8, 10 x 10 x 10: 19 s at the root at load 12; the
+    # node limit does not bind there and HiGHS has no work limit for the root), so the
+    # clock, not the work, would decide: the local search improves those instead
+    cut = size <= opts.cut_limit and not (size > opts.recombine_limit and crossed(table))
+    if search and cut:
         better = _by_cuts(table, levels, costs, hidden, forced, kept, opts)
         if better is not None:
-            starts.append((hidden, certificates))
             hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True
     moves = min(opts.moves, _MOVE_CELLS // max(1, len(table)))
     if search and not proven and moves > 0 and crossed(table):
-        if len(table) > _BOTH_CELLS:
-            starts.clear()
-        starts.insert(0, (hidden, certificates))
-        ends = [
-            improve_locally(
-                table,
-                levels,
-                costs,
-                pattern,
-                proofs,
-                forced=forced,
-                kept=kept,
-                distant=opts.reuses_distant(len(table)),
-                moves=moves,
-            )
-            for pattern, proofs in starts
-        ]
-        # the cheapest; on a tie the first (the cut loop's)
-        pick = min(range(len(ends)), key=lambda k: (float(costs[list(ends[k][0])].sum()), k))
-        hidden, certificates = ends[pick]
-        by_milp = by_milp and pick == 0
+        hidden, certificates = improve_locally(
+            table,
+            levels,
+            costs,
+            hidden,
+            certificates,
+            forced=forced,
+            kept=kept,
+            distant=opts.reuses_distant(len(table)),
+            moves=moves,
+        )
     return hidden, certificates, proven, by_milp
 
 
@@ -188,11 +169,6 @@ def _by_cuts(
         time_limit=_CUT_FAIL_SAFE * opts.time_limit,
         gap=_ONLINE_GAP,
         each=nearly,
-        # the bridge rows on 3-D tables only: there they cut 8 x 8 x 8 patterns by up to
-        # 7 cells; on 20 x 20 tables at the policy's 2 s they gave 31/42/39 cells where
-        # the loop without them gives 31/41/39 (session 17), so 2-D tables keep their
-        # patterns
-        bridges=crossed(table),
     )
     if outcome is not None and outcome.complete and outcome.proven:
         best[:] = [Improved(outcome.suppressed, _certified(table, outcome), True)]
