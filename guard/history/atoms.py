@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from guard.history.capacity import grown
 from guard.history.rowsets import QuerySet, RowIds, as_row_ids
 
 __all__ = ["AtomPartition", "Refinement"]
@@ -262,14 +263,8 @@ class AtomPartition:
         return inside_units, (self._units[split] - gone).astype(np.int64)
 
     def _grow(self, needed: int) -> None:
-        if needed <= self._start.size:
-            return
-        capacity = max(needed, 2 * self._start.size)
-        for name in ("_start", "_size", "_units"):
-            old = getattr(self, name)
-            grown = np.zeros(capacity, dtype=np.int64)
-            grown[: old.size] = old
-            setattr(self, name, grown)
+        self._start, self._size = grown(self._start, needed), grown(self._size, needed)
+        self._units = grown(self._units, needed)
 
     def _check(self, atom: int) -> int:
         if not 0 <= atom < self._atom_count:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from guard.history.capacity import grown
 from guard.history.modular import inverse_mod, mul_mod, sum_mod
 from guard.history.sparse import DenseLines, SparseLines
 
@@ -234,14 +235,5 @@ class InverseBasis:
         self._atoms[position] = atom
 
     def _reserve(self, needed: int) -> None:
-        if needed <= self._y.shape[0]:
-            return
-        capacity = max(needed, 2 * self._y.shape[0])
-        old = self._y.shape[0]
-        y = np.zeros((capacity, self._y.shape[1]), dtype=np.int64)
-        y[:old] = self._y
-        atoms = np.zeros(capacity, dtype=np.int64)
-        atoms[:old] = self._atoms
-        touched = np.zeros(capacity, dtype=np.int64)
-        touched[:old] = self._touched
-        self._y, self._atoms, self._touched = y, atoms, touched
+        self._y, self._atoms = grown(self._y, needed), grown(self._atoms, needed)
+        self._touched = grown(self._touched, needed)

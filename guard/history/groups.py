@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.history.capacity import grown
 from guard.history.elimination import combine, combine_sparse, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
@@ -249,13 +250,8 @@ class GroupSearch:
         self._stuck_atom[position], self._stuck_rank[position], self._stuck_mark[position] = atom, rank, mark
 
     def _reserve_stuck(self, rank: int) -> None:
-        if rank <= self._stuck_atom.size:
-            return
-        grown = max(rank, 2 * self._stuck_atom.size)
-        extra = grown - self._stuck_atom.size
-        self._stuck_atom = np.concatenate([self._stuck_atom, np.full(extra, -1, dtype=np.int64)])
-        self._stuck_rank = np.concatenate([self._stuck_rank, np.zeros(extra, dtype=np.int64)])
-        self._stuck_mark = np.concatenate([self._stuck_mark, np.zeros(extra, dtype=np.int64)])
+        self._stuck_atom = grown(self._stuck_atom, rank, -1)
+        self._stuck_rank, self._stuck_mark = grown(self._stuck_rank, rank), grown(self._stuck_mark, rank)
 
     def _rows_read(self, auditor: SpanAuditor, positions: list[int]) -> Residues | None:
         """The basis rows at ``positions`` (dense, over every atom) from the last check's

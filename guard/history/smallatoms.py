@@ -15,13 +15,14 @@ part's rows afresh.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
 from guard.history.atoms import AtomPartition, Refinement
+from guard.history.capacity import grown
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids
 
@@ -146,12 +147,5 @@ class SmallAtoms:
         return int(sets[0]) if sets[0] >= 0 and bool((sets == sets[0]).all()) else -1
 
     def _reserve(self, count: int) -> None:
-        if self._flag.size < count:
-            grown = max(count, 2 * self._flag.size)
-            self._flag, self._flag_size = _grown(self._flag, grown, -1), _grown(self._flag_size, grown)
-            self._flag_units = _grown(self._flag_units, grown)
-
-
-def _grown(values: npt.NDArray[Any], size: int, fill: int = 0) -> npt.NDArray[Any]:
-    """``values`` extended to ``size`` entries with ``fill``."""
-    return np.concatenate([values, np.full(size - values.size, fill, dtype=values.dtype)])
+        self._flag, self._flag_size = grown(self._flag, count, -1), grown(self._flag_size, count)
+        self._flag_units = grown(self._flag_units, count)

@@ -47,6 +47,7 @@ from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
+from guard.history.capacity import grown
 from guard.history.exposure import Exposure
 from guard.history.findings import AtomDisclosure, AtomView, DisclosureReport, SensitivePredicate
 from guard.history.known import KnownSets
@@ -54,7 +55,7 @@ from guard.history.modular import PRIME_BITS, inverse_mod, is_probable_prime, ra
 from guard.history.pairs import PairSearch
 from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import QuerySet, as_row_ids
-from guard.history.steps import Growth, Ids, Planned, Residues, Step, grown
+from guard.history.steps import Growth, Ids, Planned, Residues, Step
 
 __all__ = ["AtomDisclosure", "AtomView", "SensitivePredicate", "SpanAuditor"]
 
@@ -263,7 +264,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     def _step(self, query_set: QuerySet) -> Step:
         """The step for ``query_set``; implied / would_disclose / release of one set share it."""
-        plan = self._planned(query_set)
+        plan = self._planned(as_row_ids(query_set, self._partition.row_count))
         if self._cache is not None and self._cache[0] == plan.key:
             return self._cache[1]
         step = Step(plan.cut, plan.in_query, None if plan.implied else self._growth(plan))
@@ -273,8 +274,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
     def _is_implied(self, rows: Ids) -> bool:
         return self._planned(rows).implied
 
-    def _planned(self, query_set: QuerySet) -> Planned:
-        rows = as_row_ids(query_set, self._partition.row_count)
+    def _planned(self, rows: Ids) -> Planned:
+        """The plan of ``rows`` (sorted, distinct, checked by the caller)."""
         sums = [int(weights[rows].sum(dtype=np.int64)) for weights in self._row_weight]
         # Two different sets share size and exact secret weight sums w.p. <= 2**(-32 K).
         key = (self._version, rows.size, *sums)

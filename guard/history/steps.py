@@ -11,7 +11,7 @@ import numpy.typing as npt
 from guard.history.atoms import Refinement
 from guard.history.basis import Border
 
-__all__ = ["Growth", "Ids", "Planned", "Residues", "Step", "grown"]
+__all__ = ["Growth", "Ids", "Planned", "Residues", "Step"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
@@ -51,13 +51,3 @@ class Planned:
     query_weight: Residues
     basis_weight: Residues
     implied: bool
-
-
-def grown(array: npt.NDArray[np.int64], needed: int, fill: int) -> npt.NDArray[np.int64]:
-    """``array`` with at least ``needed`` rows (capacity doubled: amortized O(1) per
-    row), the new rows set to ``fill``; ``array`` itself when it has them."""
-    if needed <= array.shape[0]:
-        return array
-    out = np.full((max(needed, 2 * array.shape[0]), *array.shape[1:]), fill, dtype=np.int64)
-    out[: array.shape[0]] = array
-    return out

@@ -35,9 +35,9 @@ def _stream(rng: random.Random, n: int, length: int) -> list[list[int]]:
 class _Counted(SpanAuditor):
     steps = 0
 
-    def _planned(self, query_set):  # type: ignore[no-untyped-def]
+    def _planned(self, rows):  # type: ignore[no-untyped-def]
         self.steps += 1
-        return super()._planned(query_set)
+        return super()._planned(rows)
 
 
 @pytest.mark.parametrize("seed", range(40))
