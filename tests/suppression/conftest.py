@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from guard.suppression import TOTAL, Key, Table
+from guard.suppression import TOTAL, Key, Relation, Table
 
 #: Castro (2012) magnitude table of seed 000: salaries by town M and profession P
 CASTRO = {
@@ -61,3 +64,17 @@ def grid_table() -> GridTable:
 @pytest.fixture(scope="session")
 def cube_table() -> CubeTable:
     return _cube_table
+
+
+#: a real attacker view captured from the guard (test_deviation_scale.py)
+DEVIATION_SCALE = Path(__file__).parent / "data" / "deviation_scale.json.gz"
+
+
+@pytest.fixture(scope="session")
+def scale_table() -> Table:
+    """The captured attacker view's cells and relations, with the default bounds."""
+    with gzip.open(DEVIATION_SCALE, "rt") as f:
+        doc = json.load(f)
+    keys = [tuple(TOTAL if x is None else x for x in k) for k in doc["keys"]]
+    relations = [Relation(keys[t], tuple(keys[m] for m in members)) for t, members in doc["relations"]]
+    return Table.from_cells(dict(zip(keys, doc["values"], strict=True)), relations=relations)

@@ -7,8 +7,6 @@ them, in an order where each model is smaller or larger than the last."""
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -22,17 +20,12 @@ from guard.suppression.deviation import (
     _submatrix_arrays,
     cheapest_deviation,
 )
-from guard.suppression.table import TOTAL, Relation, Table
-from tests.suppression.test_deviation_scale import DATA
+from guard.suppression.table import Table
 
 
 @pytest.fixture(scope="module")
-def table() -> Table:
-    with gzip.open(DATA, "rt") as f:
-        doc = json.load(f)
-    keys = [tuple(TOTAL if x is None else x for x in k) for k in doc["keys"]]
-    relations = [Relation(keys[t], tuple(keys[m] for m in members)) for t, members in doc["relations"]]
-    return Table.from_cells(dict(zip(keys, doc["values"], strict=True)), relations=relations)
+def table(scale_table: Table) -> Table:
+    return scale_table
 
 
 def _lps(table: Table, seed: int) -> list[tuple[np.ndarray, sparse.csc_matrix, np.ndarray, np.ndarray]]:
