@@ -15,6 +15,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csc_matrix, csr_matrix
 
+from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
 
@@ -83,13 +84,14 @@ class Probe:
 
 
 class ReleasedSets:
-    """Released query sets (row i of M) with the caller's tag for each."""
+    """Released query sets (row i of M) over rows ``0 .. universe - 1``, with the
+    caller's tag for each."""
 
-    def __init__(self) -> None:
+    def __init__(self, universe: int) -> None:
         self._sets: list[BitMap] = []
         self._tags: list[Hashable] = []
         #: which sets hold each row, for the sets before the last few (``column``)
-        self._index = _Inverted()
+        self._index = InvertedIndex(universe)
 
     def __len__(self) -> int:
         return len(self._sets)
@@ -182,67 +184,13 @@ class ReleasedSets:
         return tuple(self._tags[i] for i in np.flatnonzero(coefficients))
 
     def nbytes(self) -> int:
-        """Memory of the stored bitmaps' containers."""
-        total = 0
+        """Memory of the stored bitmaps' containers and of the index of their rows."""
+        total = self._index.nbytes()
         for stored in self._sets:
             stats = stored.get_statistics()
             total += stats["n_bytes_array_containers"]
             total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
         return total
-
-
-#: sets in the smallest block of the inverted index (the sets after the last block are
-#: tested one by one)
-_BLOCK = 64
-
-
-class _Inverted:
-    """The sets holding each row, for the sets appended so far but the last few: blocks
-    of consecutive sets, each its (row, set) pairs sorted by row, built once when
-    ``_BLOCK`` sets wait and merged with the block before when that one holds no more
-    sets (a binary counter: O(log sets) blocks, each pair re-sorted O(log sets) times)."""
-
-    def __init__(self) -> None:
-        #: per block: its rows (sorted), the set of each, and how many sets it covers
-        self._blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]] = []
-        #: the sets the blocks cover: the first ``sets`` of the list
-        self.sets = 0
-
-    def catch_up(self, sets: list[BitMap]) -> None:
-        """Index the waiting sets of ``sets`` (the list the earlier calls indexed, grown)
-        once ``_BLOCK`` of them wait."""
-        if len(sets) - self.sets < _BLOCK:
-            return
-        first, last = self.sets, len(sets)
-        parts = [np.frombuffer(sets[i].to_array(), dtype=np.uint32) for i in range(first, last)]
-        rows = np.concatenate(parts).astype(np.int64)
-        owners = np.repeat(np.arange(first, last, dtype=np.int64), [part.size for part in parts])
-        block = _sorted(rows, owners, last - first)
-        while self._blocks and self._blocks[-1][2] <= block[2]:
-            before = self._blocks.pop()
-            block = _sorted(
-                np.concatenate([before[0], block[0]]),
-                np.concatenate([before[1], block[1]]),
-                before[2] + block[2],
-            )
-        self._blocks.append(block)
-        self.sets = last
-
-    def holding(self, row: int) -> npt.NDArray[np.int64]:
-        """The indexed sets that hold ``row`` (in no particular order)."""
-        found = []
-        for rows, owners, _ in self._blocks:
-            lo, hi = np.searchsorted(rows, (row, row + 1)).tolist()
-            if hi > lo:
-                found.append(owners[lo:hi])
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-
-
-def _sorted(
-    rows: npt.NDArray[np.int64], owners: npt.NDArray[np.int64], sets: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
-    order = np.argsort(rows, kind="stable")
-    return rows[order], owners[order], sets
 
 
 _HALF = 25
