@@ -38,7 +38,7 @@ import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
 from guard.history.capacity import grown
-from guard.history.elimination import combine, combine_sparse, left_null_space, linked_to, peeled
+from guard.history.elimination import combine, combine_sparse, compacted, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
@@ -141,9 +141,8 @@ class GroupSearch:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         self._read = (exposure.step, positions, rows)
         p = exposure.p
-        touched = np.unique(rows.indices).astype(np.int64)
+        touched, rows = compacted(rows)  # columns: the touched atoms, in order
         small = small_of(touched)
-        rows = csr_matrix(rows[:, touched])  # columns: the touched atoms, in order
         large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part that holds a new query's row
         keep = peeled(rows[:, large]) & linked_to(rows, novelty != 0)
