@@ -78,11 +78,15 @@ class InvertedIndex:
     def holding(self, row: int) -> npt.NDArray[np.int64]:
         """The indexed sets that hold ``row`` (in no particular order)."""
         found = []
+        if not 0 <= row < self._universe:
+            return np.zeros(0, dtype=np.int64)
+        # the keys in the rows' own dtype: a tuple of ints would cast every block to int64
+        keys = np.array((row, row + 1), dtype=np.uint32)
         for rows, owners, _ in self._blocks:
-            lo, hi = np.searchsorted(rows, (row, row + 1)).tolist()
+            lo, hi = np.searchsorted(rows, keys).tolist()
             if hi > lo:
                 found.append(owners[lo:hi].astype(np.int64))
-        if self._lines and 0 <= row < self._universe:
+        if self._lines:
             column = np.concatenate([chunk[:, row >> 3] for chunk in self._chunks])[: self._lines]
             found.append(self._owners[: self._lines][(column >> (row & 7)) & 1 == 1])
         return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
