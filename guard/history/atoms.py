@@ -147,6 +147,11 @@ class AtomPartition:
         """The atom of each row id (same order as the sorted, de-duplicated set)."""
         return self._atom_of_row[as_row_ids(rows, self.row_count)]
 
+    def atoms_at(self, rows: RowIds) -> Ids:
+        """The atom of each of ``rows`` (int64 row ids in range) in their order, repeats
+        kept: for rows the audit stored itself, which need no checking or sorting."""
+        return self._atom_of_row[rows]
+
     def sizes(self) -> Ids:
         return self._size[: self._atom_count].copy()
 

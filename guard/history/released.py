@@ -7,17 +7,19 @@ Bitmaps keep this history small and make membership and intersection fast.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.sparse import csc_matrix, csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix, vstack
 
 from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
+from guard.history.setrows import SmallSetRows
+from guard.history.steps import Ids
 
 __all__ = ["Probe", "ReleasedSets"]
 
@@ -92,6 +94,8 @@ class ReleasedSets:
         self._tags: list[Hashable] = []
         #: which sets hold each row, for the sets before the last few (``column``)
         self._index = InvertedIndex(universe)
+        #: the rows of the small sets, flat (``combinations``)
+        self._rows = SmallSetRows(universe)
 
     def __len__(self) -> int:
         return len(self._sets)
@@ -100,6 +104,7 @@ class ReleasedSets:
         self._sets.append(as_bitmap(rows))
         self._tags.append(tag)
         self._index.catch_up(self._sets)
+        self._rows.append(np.asarray(rows, dtype=np.int64))
 
     def equals(self, index: int, rows: BitMap) -> bool:
         """Whether stored set ``index`` holds exactly ``rows``."""
@@ -157,20 +162,39 @@ class ReleasedSets:
                 total %= p
         return total % p
 
-    def combinations(self, coefficients: csr_matrix, probe: Probe, p: int) -> tuple[csr_matrix, int]:
+    def combinations(
+        self,
+        coefficients: csr_matrix,
+        probe_of: Callable[[], Probe],
+        atom_of: Callable[[RowIds], Ids],
+        atoms: int,
+        p: int,
+    ) -> tuple[csr_matrix, int]:
         """Row i: the sum mod p of ``coefficients[i, j]`` (residues, no stored zeros) over
-        the sets j that hold each probed row (len(coefficients) x probed rows, in the
-        caller's order of the rows, no stored zeros), and how many sets were read.
+        the sets j that hold each atom (len(coefficients) x ``atoms``, no stored zeros),
+        and how many sets were read. The sets are unions of the atoms ``atom_of`` names
+        (rows -> atoms), ``probe_of`` gives their representatives' probe (built only when
+        a large set is read).
 
-        Each set with a nonzero coefficient is read once, whatever the number of rows
-        using it; the combination is one sparse product. Exact: one int64 product when
-        its sums hold at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
+        The small sets' atoms are read together from their rows (``setrows.py``), each
+        larger set with a nonzero coefficient by one intersection with the probe; the
+        combination is one sparse product. Exact: one int64 product when its sums hold
+        at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
         m = coefficients.shape[0]
         used = np.unique(coefficients.indices).astype(np.int64)
         if not used.size:
-            return csr_matrix((m, probe.rows.size), dtype=np.int64), 0
-        membership = self.membership(used, probe)  # used x probed, 0/1
-        picked = csr_matrix(coefficients[:, used], dtype=np.int64)
+            return csr_matrix((m, atoms), dtype=np.int64), 0
+        kept = self._rows.kept(used)
+        small, large = used[kept], used[~kept]
+        parts = []
+        if small.size:
+            parts.append(self._rows.incidence(small, atom_of, atoms))
+        if large.size:
+            parts.append(self.membership(large, probe_of()))
+        # the sets in the order of the parts: the product sums the same terms exactly
+        order = np.concatenate([small, large])
+        membership = csr_matrix(vstack(parts, format="csr"), dtype=np.int64)  # sets x atoms, 0/1
+        picked = csr_matrix(coefficients[:, order], dtype=np.int64)
         if used.size <= _ONE_PRODUCT:
             # each entry sums at most used.size residues < 2**50: exact in int64
             return _reduced(picked @ membership, p), int(used.size)
@@ -184,8 +208,9 @@ class ReleasedSets:
         return tuple(self._tags[i] for i in np.flatnonzero(coefficients))
 
     def nbytes(self) -> int:
-        """Memory of the stored bitmaps' containers and of the index of their rows."""
-        total = self._index.nbytes()
+        """Memory of the stored bitmaps' containers, the index of their rows and the
+        small sets' rows."""
+        total = self._index.nbytes() + self._rows.nbytes()
         for stored in self._sets:
             stats = stored.get_statistics()
             total += stats["n_bytes_array_containers"]
