@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from guard.arrays import distinct
 from guard.history.capacity import grown
 from guard.history.rowsets import QuerySet, RowIds, as_row_ids
 
@@ -162,7 +163,7 @@ class AtomPartition:
         """Distinct privacy units among ``rows`` (e.g. a union of atoms)."""
         if self._one_row_per_unit:
             return int(np.asarray(rows).size)
-        return int(np.unique(self._unit_of_row[np.asarray(rows, dtype=np.int64)]).size)
+        return int(distinct(self._unit_of_row[np.asarray(rows, dtype=np.int64)]).size)
 
     def nbytes(self) -> int:
         """Memory held by the partition: O(rows + atoms), independent of the number of queries."""

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.arrays import distinct
 from guard.history.capacity import grown
 from guard.history.elimination import combine, combine_sparse, compacted, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
@@ -150,7 +151,7 @@ class GroupSearch:
             return _CLEAR
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
         on_large = csr_matrix(rows[:, large])
-        on_large = on_large[:, np.unique(on_large.indices)]  # zero columns change no elimination
+        on_large = on_large[:, distinct(on_large.indices)]  # zero columns change no elimination
         if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense
         null = left_null_space(on_large.toarray(), p)

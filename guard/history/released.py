@@ -15,6 +15,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csc_matrix, csr_matrix, vstack
 
+from guard.arrays import distinct
 from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
@@ -181,7 +182,7 @@ class ReleasedSets:
         combination is one sparse product. Exact: one int64 product when its sums hold
         at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
         m = coefficients.shape[0]
-        used = np.unique(coefficients.indices).astype(np.int64)
+        used = distinct(coefficients.indices).astype(np.int64)
         if not used.size:
             return csr_matrix((m, atoms), dtype=np.int64), 0
         kept = self._rows.kept(used)

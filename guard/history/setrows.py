@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.arrays import distinct
 from guard.history.capacity import grown
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids
@@ -70,7 +71,7 @@ class SmallSetRows:
         # the positions of every set's rows in _flat, set after set
         offsets = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(total, dtype=np.int64)
         owner = np.repeat(np.arange(sets.size, dtype=np.int64), sizes)
-        keys = np.unique(owner * atoms + atom_of(self._flat[offsets].astype(np.int64)))
+        keys = distinct(owner * atoms + atom_of(self._flat[offsets].astype(np.int64)))
         indptr = np.zeros(sets.size + 1, dtype=np.int64)
         np.cumsum(np.bincount(keys // atoms, minlength=sets.size), out=indptr[1:])
         data = np.ones(keys.size, dtype=np.int64)
