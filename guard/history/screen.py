@@ -70,7 +70,8 @@ from guard.state.records import AuditedSet, HistoryWrite
 __all__ = ["FinestSensitivity", "HistoryControl", "HistoryScreen", "Screened"]
 
 _WITHHELD = Flag.SUPPRESSED.value
-#: cells one audit state remembers as in its span (``_State.in_span``), ~150 bytes each
+#: cells one audit state remembers as in its span, and as withheld (``_State.in_span``,
+#: ``_State.held``), ~150 bytes each
 MAX_IN_SPAN = 100_000
 
 
@@ -94,6 +95,9 @@ class _State:
     #: asked again, they are implied (the span only grows), so not even their rows are
     #: read (``SpaceCells.selection`` names the data version and what the sets depend on)
     in_span: set[tuple[Hashable, CellKey]] = field(default_factory=set)
+    #: the same for cells withheld, with their control and ``SpanAuditor.version`` then:
+    #: asked again before anything changed, the check's every input is the same
+    held: dict[tuple[Hashable, CellKey], tuple[HistoryControl, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -241,6 +245,11 @@ class HistoryScreen:
                 if remembered in state.in_span:  # implied: the span only grows
                     published += 1
                     continue
+                held = state.held.get(remembered)
+                if held is not None and held[1] == state.auditor.version:  # nothing changed
+                    withheld.add((r, position))
+                    controls.add(held[0])
+                    continue
                 cells = space_cells.cells.get(key)
                 ids = None if cells is None else rows.ids(info.data_version, cells)
                 if cells is None or ids is None or ids.size == 0:
@@ -259,6 +268,8 @@ class HistoryScreen:
                 if control is not None:
                     withheld.add((r, position))
                     controls.add(control)
+                    if space_cells.selection is not None and len(state.held) < MAX_IN_SPAN:
+                        state.held[remembered] = (control, state.auditor.version)
                     continue
                 published += 1
                 if space_cells.selection is not None and len(state.in_span) < MAX_IN_SPAN:

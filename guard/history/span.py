@@ -172,6 +172,12 @@ class SpanAuditor(PairSearch, DisclosureReport):
         return np.asarray(self._basis_pos[atoms] >= 0, dtype=np.bool_)
 
     @property
+    def version(self) -> int:
+        """Releases and basis exchanges so far: while it stays the same, so does the span
+        (and every verdict read from it)."""
+        return self._version
+
+    @property
     def basis_changes(self) -> int:
         """Updates of M^-1 so far: a mark for ``row_unchanged_since``."""
         return self._basis.changes

@@ -414,3 +414,36 @@ def test_cells_in_the_span_are_not_read_again(
     with pytest.raises(QueryRefused, match="history audit"):  # checked, and Baker's pair refused
         guard.query(Ask("sex = 'Male'", by=("major",)).sql, "alice")
     assert asked[0] > after_first
+
+
+def test_cells_withheld_are_withheld_again_unread_until_something_changes(
+    open_students: Callable[..., Guard], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused GROUP BY asked again, with nothing released in between, is refused with
+    the same message without asking the auditor; after another release it is checked
+    again (and still refused)."""
+    from guard.history.span import SpanAuditor
+
+    asked = [0]
+    inner = SpanAuditor.implied
+
+    def counted(self: SpanAuditor, query_set: object) -> bool:
+        asked[0] += 1
+        return inner(self, query_set)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SpanAuditor, "implied", counted)
+    guard = open_students(unlinked)
+    guard.query(Ask(by=("major",)).sql, "alice")
+    men = Ask("sex = 'Male'", by=("major",)).sql
+    with pytest.raises(QueryRefused, match="history audit") as first:
+        guard.query(men, "alice")
+    before = asked[0]
+    with pytest.raises(QueryRefused, match="history audit") as again:
+        guard.query(men, "bob")
+    assert str(again.value) == str(first.value)
+    assert asked[0] == before  # not one cell read again
+    guard.query(Ask("sex = 'Female'").sql, "alice")  # a new release in between
+    checked = asked[0]
+    with pytest.raises(QueryRefused, match="history audit"):
+        guard.query(men, "alice")
+    assert asked[0] > checked
