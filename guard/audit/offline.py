@@ -42,6 +42,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from guard.arrays import distinct
 from guard.audit.cellsets import EntryCells
 from guard.audit.logsource import LogEntry
 from guard.errors import QueryRejected
@@ -249,7 +250,7 @@ class OfflineAudit:
             found += self._new_atoms(auditor, cell.rows, cells.table, cell.space, tag)
             # a released cell is itself a determined group, but an atom only until some
             # other query cuts it: a small one is recorded whatever the atoms say
-            cell_units = cell.rows.size if one_row_each else int(np.unique(units[cell.rows]).size)
+            cell_units = cell.rows.size if one_row_each else int(distinct(units[cell.rows]).size)
             if cell_units < self.k:
                 found += self._record(cells.table, cell.space, cell.rows, cell_units, {tag}, tag.seq)
             informative += auditor.release(cell.rows, tag=tag)
@@ -326,7 +327,7 @@ class OfflineAudit:
     def _one_row_each(self, table: str, units: npt.NDArray[np.int64]) -> bool:
         """Whether every privacy unit of ``table`` has one row (then rows count units)."""
         if table not in self._unit_rows:
-            self._unit_rows[table] = int(np.unique(units).size) == units.size
+            self._unit_rows[table] = int(distinct(units).size) == units.size
         return self._unit_rows[table]
 
     def _auditor(self, table: str, space: str) -> SpanAuditor:

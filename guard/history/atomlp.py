@@ -32,6 +32,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csc_matrix
 
+from guard.arrays import distinct
 from guard.highs import lp_model
 from guard.history.rowsets import as_row_ids
 
@@ -117,7 +118,7 @@ class AtomIntervals:
         self._rows = np.bincount(atom, weights=rows, minlength=count)
         lines, columns = [], []
         for i, (members, _) in enumerate(after):
-            inside = np.unique(atom[slot[as_row_ids(members)]])
+            inside = distinct(atom[slot[as_row_ids(members)]])
             lines.append(np.full(inside.size, i, dtype=np.int64))
             columns.append(inside)
         line = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)

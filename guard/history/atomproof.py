@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from guard.arrays import distinct
 from guard.history.atomlp import AtomIntervals
 
 __all__ = ["MAX_ATOM_INTERVALS", "MAX_PUSHES", "MAX_SPLIT_INTERVALS", "Part", "affordable", "prove", "shares"]
@@ -84,7 +85,7 @@ def prove(
         )
 
     touched = [p.own for p in parts]
-    intervals.spread(np.unique(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.int64))
+    intervals.spread(distinct(np.concatenate(touched)) if touched else np.zeros(0, dtype=np.int64))
     proven = _pushed(intervals, parts, bounds)
     pushed = intervals.found
     short: dict[int, tuple[float, float]] = {}
@@ -149,4 +150,4 @@ def _pushed(
 
 def _atoms_of(parts: Sequence[Part], chosen: npt.NDArray[np.bool_]) -> Ids:
     picked = [parts[j].own for j in np.flatnonzero(chosen).tolist()]
-    return np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
+    return distinct(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from guard.arrays import distinct
 from guard.history.capacity import grown
 from guard.history.rowsets import QuerySet, RowIds, as_row_ids
 
@@ -147,6 +148,11 @@ class AtomPartition:
         """The atom of each row id (same order as the sorted, de-duplicated set)."""
         return self._atom_of_row[as_row_ids(rows, self.row_count)]
 
+    def atoms_at(self, rows: RowIds) -> Ids:
+        """The atom of each of ``rows`` (int64 row ids in range) in their order, repeats
+        kept: for rows the audit stored itself, which need no checking or sorting."""
+        return self._atom_of_row[rows]
+
     def sizes(self) -> Ids:
         return self._size[: self._atom_count].copy()
 
@@ -157,7 +163,7 @@ class AtomPartition:
         """Distinct privacy units among ``rows`` (e.g. a union of atoms)."""
         if self._one_row_per_unit:
             return int(np.asarray(rows).size)
-        return int(np.unique(self._unit_of_row[np.asarray(rows, dtype=np.int64)]).size)
+        return int(distinct(self._unit_of_row[np.asarray(rows, dtype=np.int64)]).size)
 
     def nbytes(self) -> int:
         """Memory held by the partition: O(rows + atoms), independent of the number of queries."""

@@ -34,6 +34,8 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.arrays import distinct
+
 __all__ = ["CarriedPoints", "PointCarry"]
 
 Ids = npt.NDArray[np.int64]
@@ -142,7 +144,7 @@ class PointCarry:
             np.add.at(lifted.T, pieces[1], part[:, pieces[0]].T)
         if free:
             free_rows = inside & (before < 0)
-            free_atoms = np.unique(atom[free_rows])
+            free_atoms = distinct(atom[free_rows])
             weights = np.bincount(atom[free_rows], weights=rows[free_rows], minlength=count)[free_atoms]
             lifted[:, free_atoms] += free_total[:, None] * (weights / free)[None, :]
         return _balanced(lifted, residual, slack)

@@ -19,6 +19,7 @@ __all__ = [
     "Restriction",
     "combine",
     "combine_sparse",
+    "compacted",
     "left_null_space",
     "linked_to",
     "peeled",
@@ -237,3 +238,18 @@ def reduced_echelon(matrix: Residues, p: int) -> tuple[Residues, Ids]:
         pivots.append(column)
         top += 1
     return rows[:top].copy(), np.asarray(pivots, dtype=np.int64)
+
+
+def compacted(rows: csr_matrix) -> tuple[Ids, csr_matrix]:
+    """The columns ``rows`` touches (ascending) and ``rows`` on those columns only, as
+    ``rows[:, touched]`` gives them, by a mask over the columns and a renumbering of the
+    entries: a sort of every entry (``np.unique``) and scipy's column indexing were 15 %
+    of a group check at 1M rows."""
+    mark = np.zeros(rows.shape[1], dtype=bool)
+    mark[rows.indices] = True
+    touched = np.flatnonzero(mark).astype(np.int64)
+    number = np.cumsum(mark, dtype=np.int64) - 1  # each touched column's new place
+    out = csr_matrix(
+        (rows.data.copy(), number[rows.indices], rows.indptr.copy()), shape=(rows.shape[0], touched.size)
+    )
+    return touched, out

@@ -155,7 +155,9 @@ class Exposure:
         v = self.basis.combine(self.step.in_query)
         owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
         coefficients = _reduced(csr_matrix((value, (owner, query)), shape=(m, self.basis.rank)), p)
-        on_old, used = self.released.combinations(coefficients, self.probe, p)  # m x old
+        on_old, used = self.released.combinations(  # m x old
+            coefficients, lambda: self.probe, self.partition.atoms_at, old, p
+        )
         novelty = self.novelty()[positions]
         parent = np.concatenate([np.arange(old, dtype=np.int64), cut.split]).astype(np.int64)
         inside = np.flatnonzero(self.in_query())

@@ -103,6 +103,9 @@ class SpaceCells:
     #: indexes into the query's aggregates that read these query sets
     aggregates: frozenset[int]
     cells: Mapping[CellKey, Ids]
+    #: what the sets depend on (the selection's predicates, grouping and spaces) and the
+    #: data version: equal selections name the same sets (the screen remembers by it)
+    selection: Hashable = None
 
 
 class FinestCells:
@@ -233,7 +236,7 @@ class FinestCells:
             if found is not None:
                 self._sets.move_to_end(key)
                 return found
-        found = [self._space_cells(shape, *space) for space in spaces]
+        found = [self._space_cells(shape, *space, selection=key) for space in spaces]
         size = sum(ids.size for cells in found for ids in cells.cells.values())
         with self._lock:
             if size <= MAX_CACHED_IDS:
@@ -245,7 +248,13 @@ class FinestCells:
         return found
 
     def _space_cells(
-        self, shape: QueryShape, space: str, column: str | None, aggregates: frozenset[int]
+        self,
+        shape: QueryShape,
+        space: str,
+        column: str | None,
+        aggregates: frozenset[int],
+        *,
+        selection: Hashable,
     ) -> SpaceCells:
         keys = [k.lower() for k in shape.group_by]
         query = exp.select(exp.column(_ID, quoted=True), *[exp.column(k, quoted=True) for k in keys])
@@ -276,7 +285,8 @@ class FinestCells:
                 plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
                 key = (level, tuple(normalized(v) for v in plain))
                 cells[key] = _read_only(np.sort(ids[positions]))
-        return SpaceCells(space, column, aggregates, MappingProxyType(cells))
+        versioned = (self.data_version, selection, space, column)
+        return SpaceCells(space, column, aggregates, MappingProxyType(cells), versioned)
 
     def close(self) -> None:
         self._con.close()

@@ -37,8 +37,9 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.arrays import distinct
 from guard.history.capacity import grown
-from guard.history.elimination import combine, combine_sparse, left_null_space, linked_to, peeled
+from guard.history.elimination import combine, combine_sparse, compacted, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
@@ -141,9 +142,8 @@ class GroupSearch:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         self._read = (exposure.step, positions, rows)
         p = exposure.p
-        touched = np.unique(rows.indices).astype(np.int64)
+        touched, rows = compacted(rows)  # columns: the touched atoms, in order
         small = small_of(touched)
-        rows = csr_matrix(rows[:, touched])  # columns: the touched atoms, in order
         large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part that holds a new query's row
         keep = peeled(rows[:, large]) & linked_to(rows, novelty != 0)
@@ -151,7 +151,7 @@ class GroupSearch:
             return _CLEAR
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
         on_large = csr_matrix(rows[:, large])
-        on_large = on_large[:, np.unique(on_large.indices)]  # zero columns change no elimination
+        on_large = on_large[:, distinct(on_large.indices)]  # zero columns change no elimination
         if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense
         null = left_null_space(on_large.toarray(), p)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from guard.arrays import distinct
 from guard.history.elimination import combine, reduced_echelon
 from guard.history.steps import Ids, Residues
 
@@ -28,7 +29,7 @@ def inside_one_set(star: Residues, rest: Residues, sets: Ids, p: int) -> int | N
     """A set number s (``sets[j]``: the set of coordinate j, -1 for none) such that some
     ``star + w``, w in the row span of ``rest``, is zero on every coordinate outside s;
     None when no set has one."""
-    numbers = np.unique(sets[sets >= 0])
+    numbers = distinct(sets[sets >= 0])
     if not numbers.size:
         return None
     if rest.shape[0]:

@@ -38,6 +38,8 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.arrays import distinct
+
 __all__ = ["Lineage", "VersionRows"]
 
 Ids = npt.NDArray[np.int64]
@@ -130,7 +132,7 @@ class Lineage:
         starts, ends = pointer[cells], pointer[cells + 1]
         lengths = ends - starts
         offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return np.unique(pieces[np.repeat(starts, lengths) + offsets])
+        return distinct(pieces[np.repeat(starts, lengths) + offsets])
 
     def units(self, ids: Ids) -> int:
         return len(self.unit_ids(ids))

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.arrays import distinct
 from guard.history.rowsets import QuerySet, as_bitmap, as_row_ids, fingerprint
 
 __all__ = ["OverlapControl", "OverlapViolation"]
@@ -86,4 +87,4 @@ class OverlapControl:
     def _members(self, rows: npt.NDArray[np.int64]) -> BitMap:
         if self._unit_of_row is None:
             return as_bitmap(rows)
-        return as_bitmap(np.unique(self._unit_of_row[rows]))
+        return as_bitmap(distinct(self._unit_of_row[rows]))

@@ -7,16 +7,20 @@ Bitmaps keep this history small and make membership and intersection fast.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
-from scipy.sparse import csc_matrix, csr_matrix
+from scipy.sparse import csc_matrix, csr_matrix, vstack
 
+from guard.arrays import distinct
+from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
+from guard.history.setrows import SmallSetRows
+from guard.history.steps import Ids
 
 __all__ = ["Probe", "ReleasedSets"]
 
@@ -83,13 +87,16 @@ class Probe:
 
 
 class ReleasedSets:
-    """Released query sets (row i of M) with the caller's tag for each."""
+    """Released query sets (row i of M) over rows ``0 .. universe - 1``, with the
+    caller's tag for each."""
 
-    def __init__(self) -> None:
+    def __init__(self, universe: int) -> None:
         self._sets: list[BitMap] = []
         self._tags: list[Hashable] = []
         #: which sets hold each row, for the sets before the last few (``column``)
-        self._index = _Inverted()
+        self._index = InvertedIndex(universe)
+        #: the rows of the small sets, flat (``combinations``)
+        self._rows = SmallSetRows(universe)
 
     def __len__(self) -> int:
         return len(self._sets)
@@ -98,6 +105,7 @@ class ReleasedSets:
         self._sets.append(as_bitmap(rows))
         self._tags.append(tag)
         self._index.catch_up(self._sets)
+        self._rows.append(np.asarray(rows, dtype=np.int64))
 
     def equals(self, index: int, rows: BitMap) -> bool:
         """Whether stored set ``index`` holds exactly ``rows``."""
@@ -155,20 +163,39 @@ class ReleasedSets:
                 total %= p
         return total % p
 
-    def combinations(self, coefficients: csr_matrix, probe: Probe, p: int) -> tuple[csr_matrix, int]:
+    def combinations(
+        self,
+        coefficients: csr_matrix,
+        probe_of: Callable[[], Probe],
+        atom_of: Callable[[RowIds], Ids],
+        atoms: int,
+        p: int,
+    ) -> tuple[csr_matrix, int]:
         """Row i: the sum mod p of ``coefficients[i, j]`` (residues, no stored zeros) over
-        the sets j that hold each probed row (len(coefficients) x probed rows, in the
-        caller's order of the rows, no stored zeros), and how many sets were read.
+        the sets j that hold each atom (len(coefficients) x ``atoms``, no stored zeros),
+        and how many sets were read. The sets are unions of the atoms ``atom_of`` names
+        (rows -> atoms), ``probe_of`` gives their representatives' probe (built only when
+        a large set is read).
 
-        Each set with a nonzero coefficient is read once, whatever the number of rows
-        using it; the combination is one sparse product. Exact: one int64 product when
-        its sums hold at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
+        The small sets' atoms are read together from their rows (``setrows.py``), each
+        larger set with a nonzero coefficient by one intersection with the probe; the
+        combination is one sparse product. Exact: one int64 product when its sums hold
+        at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
         m = coefficients.shape[0]
-        used = np.unique(coefficients.indices).astype(np.int64)
+        used = distinct(coefficients.indices).astype(np.int64)
         if not used.size:
-            return csr_matrix((m, probe.rows.size), dtype=np.int64), 0
-        membership = self.membership(used, probe)  # used x probed, 0/1
-        picked = csr_matrix(coefficients[:, used], dtype=np.int64)
+            return csr_matrix((m, atoms), dtype=np.int64), 0
+        kept = self._rows.kept(used)
+        small, large = used[kept], used[~kept]
+        parts = []
+        if small.size:
+            parts.append(self._rows.incidence(small, atom_of, atoms))
+        if large.size:
+            parts.append(self.membership(large, probe_of()))
+        # the sets in the order of the parts: the product sums the same terms exactly
+        order = np.concatenate([small, large])
+        membership = csr_matrix(vstack(parts, format="csr"), dtype=np.int64)  # sets x atoms, 0/1
+        picked = csr_matrix(coefficients[:, order], dtype=np.int64)
         if used.size <= _ONE_PRODUCT:
             # each entry sums at most used.size residues < 2**50: exact in int64
             return _reduced(picked @ membership, p), int(used.size)
@@ -182,67 +209,14 @@ class ReleasedSets:
         return tuple(self._tags[i] for i in np.flatnonzero(coefficients))
 
     def nbytes(self) -> int:
-        """Memory of the stored bitmaps' containers."""
-        total = 0
+        """Memory of the stored bitmaps' containers, the index of their rows and the
+        small sets' rows."""
+        total = self._index.nbytes() + self._rows.nbytes()
         for stored in self._sets:
             stats = stored.get_statistics()
             total += stats["n_bytes_array_containers"]
             total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
         return total
-
-
-#: sets in the smallest block of the inverted index (the sets after the last block are
-#: tested one by one)
-_BLOCK = 64
-
-
-class _Inverted:
-    """The sets holding each row, for the sets appended so far but the last few: blocks
-    of consecutive sets, each its (row, set) pairs sorted by row, built once when
-    ``_BLOCK`` sets wait and merged with the block before when that one holds no more
-    sets (a binary counter: O(log sets) blocks, each pair re-sorted O(log sets) times)."""
-
-    def __init__(self) -> None:
-        #: per block: its rows (sorted), the set of each, and how many sets it covers
-        self._blocks: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]] = []
-        #: the sets the blocks cover: the first ``sets`` of the list
-        self.sets = 0
-
-    def catch_up(self, sets: list[BitMap]) -> None:
-        """Index the waiting sets of ``sets`` (the list the earlier calls indexed, grown)
-        once ``_BLOCK`` of them wait."""
-        if len(sets) - self.sets < _BLOCK:
-            return
-        first, last = self.sets, len(sets)
-        parts = [np.frombuffer(sets[i].to_array(), dtype=np.uint32) for i in range(first, last)]
-        rows = np.concatenate(parts).astype(np.int64)
-        owners = np.repeat(np.arange(first, last, dtype=np.int64), [part.size for part in parts])
-        block = _sorted(rows, owners, last - first)
-        while self._blocks and self._blocks[-1][2] <= block[2]:
-            before = self._blocks.pop()
-            block = _sorted(
-                np.concatenate([before[0], block[0]]),
-                np.concatenate([before[1], block[1]]),
-                before[2] + block[2],
-            )
-        self._blocks.append(block)
-        self.sets = last
-
-    def holding(self, row: int) -> npt.NDArray[np.int64]:
-        """The indexed sets that hold ``row`` (in no particular order)."""
-        found = []
-        for rows, owners, _ in self._blocks:
-            lo, hi = np.searchsorted(rows, (row, row + 1)).tolist()
-            if hi > lo:
-                found.append(owners[lo:hi])
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-
-
-def _sorted(
-    rows: npt.NDArray[np.int64], owners: npt.NDArray[np.int64], sets: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
-    order = np.argsort(rows, kind="stable")
-    return rows[order], owners[order], sets
 
 
 _HALF = 25

@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.arrays import distinct
+
 __all__ = ["MAX_ROW_ID", "QuerySet", "RowIds", "as_bitmap", "as_row_ids", "fingerprint"]
 
 RowIds = npt.NDArray[np.int64]
@@ -40,7 +42,7 @@ def as_row_ids(query_set: QuerySet, universe: int | None = None) -> RowIds:
             )
         rows = raw.astype(np.int64, copy=False)
         if rows.size > 1 and not bool(np.all(rows[1:] > rows[:-1])):
-            rows = np.unique(rows)
+            rows = distinct(rows)
     if rows.size:
         upper = MAX_ROW_ID if universe is None else universe - 1
         if rows[0] < 0 or rows[-1] > upper:

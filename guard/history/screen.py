@@ -41,16 +41,15 @@ and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 import numpy as np
 from pyroaring import BitMap
 
 from guard.backends.base import Backend, TableInfo
-from guard.cells import Cell, CellGrid
+from guard.cells import CellGrid
 from guard.errors import QueryRefused
 from guard.history.carry import PointCarry
 from guard.history.controls import HistoryControl, note, ordered, refusal
@@ -61,6 +60,7 @@ from guard.history.keys import COUNT_SPACE, CellKey, normalized, space_of
 from guard.history.rowsets import as_bitmap, fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
+from guard.history.stated import measure_bounds, released_sum
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
 from guard.policy.model import HistoryMode, NoiseMode, Policy, Role, Table
 from guard.query.shape import AggFunc, OutputKind, QueryShape
@@ -70,6 +70,8 @@ from guard.state.records import AuditedSet, HistoryWrite
 __all__ = ["FinestSensitivity", "HistoryControl", "HistoryScreen", "Screened"]
 
 _WITHHELD = Flag.SUPPRESSED.value
+#: cells one audit state remembers as in its span (``_State.in_span``), ~150 bytes each
+MAX_IN_SPAN = 100_000
 
 
 @dataclass
@@ -88,6 +90,10 @@ class _State:
     withheld: dict[bytes, HistoryControl] = field(default_factory=dict)
     #: the feasible points of the last sensitive-set check, for the next (``carry.py``)
     carry: PointCarry = field(default_factory=PointCarry)
+    #: (selection, cell key) of the query sets released or found implied in this state:
+    #: asked again, they are implied (the span only grows), so not even their rows are
+    #: read (``SpaceCells.selection`` names the data version and what the sets depend on)
+    in_span: set[tuple[Hashable, CellKey]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -230,6 +236,11 @@ class HistoryScreen:
                 if value is None or result.flags[r][position] == _WITHHELD:
                     continue
                 space_cells = by_aggregate[output.index]
+                state = self._state(rows, table, info, space_cells.space, scope)
+                remembered = (space_cells.selection, key)
+                if remembered in state.in_span:  # implied: the span only grows
+                    published += 1
+                    continue
                 cells = space_cells.cells.get(key)
                 ids = None if cells is None else rows.ids(info.data_version, cells)
                 if cells is None or ids is None or ids.size == 0:
@@ -238,19 +249,20 @@ class HistoryScreen:
                     withheld.add((r, position))
                     controls.add(HistoryControl.UNMATCHED)
                     continue
-                state = self._state(rows, table, info, space_cells.space, scope)
                 if id(state) not in begun:
                     state.groups.begin_answer()  # one search budget for the answer's cells
                     begun.add(id(state))
                 # the LP constrains sums: an average states its query set's sum too
                 # (with the count, which is no secret), so it enters as that sum
-                total = _released_sum(shape, measured, grid.cells[order[r]], output.index, value)
+                total = released_sum(shape, measured, grid.cells[order[r]], output.index, value)
                 control = self._check(state, rows.cells, ids, total, table, space_cells.space)
                 if control is not None:
                     withheld.add((r, position))
                     controls.add(control)
                     continue
                 published += 1
+                if space_cells.selection is not None and len(state.in_span) < MAX_IN_SPAN:
+                    state.in_span.add(remembered)
                 if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
                     state.groups.tidy(state.auditor)
                     self._remember(state, ids, total)
@@ -297,13 +309,13 @@ class HistoryScreen:
             if finding.verdict is GroupVerdict.EXHAUSTED:
                 return HistoryControl.EXHAUSTED
         if state.sensitive is not None and total is not None:
-            bounds = _bounds(table, space)
+            bounds = measure_bounds(table, space)
             if bounds is not None and not protects_sensitive_sets(
                 state.sensitive, finest, state.released, state.values, ids, total, bounds, state.carry
             ):
                 return HistoryControl.SENSITIVE
         if self._settings.tolerance is not None:
-            bounds = _bounds(table, space)
+            bounds = measure_bounds(table, space)
             if bounds is not None:
                 lp = IntervalAudit(finest, bounds, self._settings.tolerance, self.k)
                 if lp.too_narrow(state.released, state.values, ids, total):
@@ -377,40 +389,6 @@ def _cell_key(shape: QueryShape, grid: CellGrid, row: int) -> CellKey:
     positions = [i for i in range(len(shape.group_by)) if not rolled[i]]
     level = tuple(shape.group_by[i] for i in positions)
     return level, tuple(normalized(grid.keys[row][i]) for i in positions)
-
-
-def _bounds(table: Table, space: str) -> tuple[float, float] | None:
-    """The declared per-row bounds of a ``sum(m)`` space's measure (counts: none)."""
-    if not space.startswith("sum("):
-        return None
-    name = space[4:-1]
-    for column in table.columns:
-        if column.role is Role.MEASURE and column.name.lower() == name.lower():
-            return column.bounds
-    return None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    return float(value) if isinstance(value, int | float | Decimal) else None
-
-
-def _released_sum(
-    shape: QueryShape, measured: QueryShape | None, cells: Sequence[Cell], index: int, value: object
-) -> float | None:
-    """The SUM a released aggregate states: its value for a SUM; for an AVG the sum of
-    its cell (the cell query carries it: ``measured`` is the shape of ``cells``); None for
-    a COUNT."""
-    aggregate = shape.aggregates[index]
-    if aggregate.func is AggFunc.SUM:
-        return _number(value)
-    if aggregate.func is not AggFunc.AVG or measured is None:
-        return None
-    for j, other in enumerate(measured.aggregates):
-        if other.func is AggFunc.SUM and other.column == aggregate.column and j < len(cells):
-            return _number(cells[j].value)
-    return None
 
 
 def _label(key: CellKey) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.arrays import distinct
 from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.atomproof import Part, affordable, prove, shares
 from guard.history.carry import PointCarry, carried
@@ -148,7 +149,7 @@ def protects_sensitive_sets(
                 grown = True
     linked = [(released[i], float(values[i] or 0.0)) for i in positions]
     reach_ids = as_row_ids(reach)
-    near = np.unique(sets.of[reach_ids])
+    near = distinct(sets.of[reach_ids])
     near = near[near >= 0]
     after = [*linked, (fresh, value)]
     if near.size:

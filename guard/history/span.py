@@ -97,7 +97,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._atom_weight[0] = self._row_weight.sum(axis=1, dtype=np.int64) % self._p
         self._basis_pos = np.full(16, -1, dtype=np.int64)  # per atom: its basis position, or -1
         self._basis = InverseBasis(self._p, copies)
-        self._released = ReleasedSets()  # the independent released query sets: the rows of M
+        self._released = ReleasedSets(n_rows)  # the independent released query sets: the rows of M
         self._known = KnownSets(self._released)  # sets in the span: asked again, no step
         self._uncovered: int | None = 0  # the atom no released query touches (column 0)
         self._version = 0
@@ -133,7 +133,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         return parts + sum(a.nbytes for a in arrays)
 
     def history_nbytes(self) -> int:
-        """Memory of the stored query sets (bitmaps), which the column lookups read."""
+        """Memory of the stored query sets (bitmaps) and of the index the column lookups read."""
         return self._released.nbytes()
 
     def exposure(self, query_set: QuerySet) -> Exposure | None:

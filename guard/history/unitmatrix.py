@@ -9,6 +9,8 @@ import numpy.typing as npt
 from pyroaring import BitMap
 from scipy.sparse import csr_matrix
 
+from guard.arrays import distinct
+
 __all__ = ["UnitMatrix"]
 
 Ids = npt.NDArray[np.int64]
@@ -70,4 +72,4 @@ class UnitMatrix:
     def disjoint(self) -> bool:
         """No unit belongs to two coordinates (one row per unit, or atoms of distinct units)."""
         indices = self.matrix.indices
-        return bool(np.unique(indices).size == indices.size)
+        return bool(distinct(indices).size == indices.size)

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
+from guard.arrays import distinct
 from guard.suppression.entries import linked_labels, positions
 from guard.suppression.model import ProtectionLevels, required_levels
 from guard.suppression.table import K, Key, Table
@@ -133,7 +134,7 @@ def _components(table: Table, hidden: list[int]) -> list[tuple[list[int], list[i
     groups: dict[int, tuple[list[int], list[int]]] = {}
     for j, i in enumerate(hidden):
         groups.setdefault(int(cell_label[j]), ([], []))[0].append(i)
-    touched = np.unique(csc.indices[positions(csc.indptr, np.asarray(hidden, dtype=np.int64))])
+    touched = distinct(csc.indices[positions(csc.indptr, np.asarray(hidden, dtype=np.int64))])
     for r in touched.tolist():
         groups[int(relation_label[r])][1].append(r)
     return list(groups.values())

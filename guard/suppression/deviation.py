@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
+from guard.arrays import distinct
 from guard.highs import LpResult, LpSolver, LpStatus, solve_lp
 from guard.suppression.entries import positions
 from guard.suppression.table import TOTAL, Key, Table
@@ -298,7 +299,7 @@ def _submatrix_arrays(
     counts = pointer[columns + 1] - pointer[columns]
     where = positions(pointer, columns)
     found = csc.indices[where]
-    rows = np.unique(found)
+    rows = distinct(found)
     indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)
     np.cumsum(counts, out=indptr[1:])
     renumbered = np.searchsorted(rows, found).astype(csc.indices.dtype)

@@ -29,6 +29,7 @@ from collections.abc import Set
 import numpy as np
 from scipy import sparse
 
+from guard.arrays import distinct
 from guard.suppression.certificates import Certificates
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, ProtectionInfeasible
@@ -93,5 +94,5 @@ def _near(columns: sparse.csc_matrix, rows: sparse.csr_matrix, cells: Set[int]) 
     """The cells sharing a relation with one of ``cells`` (a cell's relations are its
     column's rows, a relation's cells its row's columns)."""
     index = np.fromiter(cells, dtype=np.int64, count=len(cells))
-    relations = np.unique(columns[:, index].indices)
-    return frozenset(int(i) for i in np.unique(rows[relations].indices))
+    relations = distinct(columns[:, index].indices)
+    return frozenset(int(i) for i in distinct(rows[relations].indices))

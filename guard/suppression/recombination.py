@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from guard.arrays import distinct
 from guard.suppression.certificates import Certificates
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, ProtectionInfeasible
@@ -135,7 +136,7 @@ def _within(
     columns = np.asarray(cells, dtype=int)
     where = {c: k for k, c in enumerate(cells)}
     sub = table.csc[:, columns]
-    matrix = sub[np.unique(sub.indices)].tocsr()
+    matrix = sub[distinct(sub.indices)].tocsr()
     a, lb, ub = table.arrays
     model = CspModel(
         matrix,

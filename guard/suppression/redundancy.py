@@ -34,6 +34,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from guard.arrays import distinct
 from guard.highs import lp_model
 from guard.suppression.certificates import Certificates
 from guard.suppression.entries import linked_labels, positions
@@ -190,7 +191,7 @@ class _DeviationLp:
         pointer = self._csc.indptr
         counts = pointer[cells + 1] - pointer[cells]
         where = positions(pointer, cells)
-        rows = np.unique(self._csc.indices[where])
+        rows = distinct(self._csc.indices[where])
         if not len(rows):  # no relation holds p: it moves alone within its bounds
             lone = np.array([level if upward else -level])
             return (cells, lone) if (self._up if upward else self._down)[p] >= level else None

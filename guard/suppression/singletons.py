@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Set
 
 import numpy as np
 
+from guard.arrays import distinct
 from guard.suppression.audit import failures
 from guard.suppression.certificates import Certificates
 from guard.suppression.entries import linked_labels, positions
@@ -258,7 +259,7 @@ def insider_reach(table: Table, hidden: Set[int]) -> Callable[[frozenset[int]], 
     cell_label, relation_label = linked_labels(table.csc, cells)
     label_of = dict(zip(cells.tolist(), cell_label.tolist(), strict=True))
     around: dict[int, set[int]] = {}
-    for r in np.unique(table.csc.indices[positions(table.csc.indptr, cells)]).tolist():
+    for r in distinct(table.csc.indices[positions(table.csc.indptr, cells)]).tolist():
         around.setdefault(int(relation_label[r]), set()).update(table.relation_cells[r])
 
     def reach(start: frozenset[int]) -> set[int]:

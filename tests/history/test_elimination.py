@@ -7,7 +7,7 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from guard.history import elimination
-from guard.history.elimination import combine, combine_sparse
+from guard.history.elimination import combine, combine_sparse, compacted
 
 _P = 1125899906842597  # the largest prime below 2**50: residues use every bit
 
@@ -37,3 +37,18 @@ def test_chunks_of_rows_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_no_rows_combine_to_zero() -> None:
     out = combine_sparse(np.zeros((2, 0), dtype=np.int64), csr_matrix((0, 5), dtype=np.int64), _P)
     assert out.shape == (2, 5) and not out.any()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_compacted_keeps_the_touched_columns_in_order(seed: int) -> None:
+    """``compacted`` is ``rows[:, np.unique(rows.indices)]`` (the group search reads the
+    same matrix), entries in any order within a row."""
+    rng = np.random.default_rng(seed)
+    dense = rng.integers(0, 5, size=(7, 60)) * (rng.random((7, 60)) < 0.1)
+    dense[:, rng.choice(60, 20, replace=False)] = 0  # columns no row touches
+    rows = csr_matrix(dense)
+    touched, out = compacted(rows)
+    expected = np.unique(rows.indices)
+    assert np.array_equal(touched, expected)
+    assert np.array_equal(out.toarray(), dense[:, expected])
+    assert np.array_equal(touched, np.flatnonzero(dense.any(axis=0)))

@@ -384,3 +384,33 @@ def test_a_query_set_withheld_is_withheld_again_without_a_search(
             guard.query(sql, "bob")
         assert str(again.value) == str(first.value)
     assert checks[0] == searched + 1  # the CS query's check only
+
+
+def test_cells_in_the_span_are_not_read_again(
+    open_students: Callable[..., Guard], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GROUP BY asked again publishes the same cells without reading their rows or
+    asking the auditor (each is remembered in its state as in the span, by its
+    selection and key); the same cells under another WHERE are new sets, checked again
+    (the Baker pair by major, above, withholds its second answer)."""
+    from guard.history.span import SpanAuditor
+
+    asked = [0]
+    inner = SpanAuditor.implied
+
+    def counted(self: SpanAuditor, query_set: object) -> bool:
+        asked[0] += 1
+        return inner(self, query_set)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SpanAuditor, "implied", counted)
+    guard = open_students(unlinked)
+    by_major = Ask(by=("major",)).sql
+    first = guard.query(by_major, "alice")
+    after_first = asked[0]
+    assert after_first > 0
+    again = guard.query(by_major, "bob")
+    assert again.rows == first.rows and again.flags == first.flags
+    assert asked[0] == after_first  # not one cell read again
+    with pytest.raises(QueryRefused, match="history audit"):  # checked, and Baker's pair refused
+        guard.query(Ask("sex = 'Male'", by=("major",)).sql, "alice")
+    assert asked[0] > after_first

@@ -15,7 +15,9 @@ import random
 import numpy as np
 import pytest
 
-from guard.history import SpanAuditor, basis
+from guard.history import SpanAuditor, basis, setrows
+from guard.history.released import ReleasedSets
+from guard.history.setrows import SmallSetRows
 from guard.history.sparse import DenseLines, SparseLines, accumulate
 
 from .oracle import RationalSpan
@@ -141,6 +143,35 @@ def test_filled_in_inverse_kept_dense_agrees_too(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(DenseLines, "__init__", counted)
     assert sum(_mismatches(seed) for seed in SEEDS) == 0
     assert len(moved) > len(SEEDS) // 2  # the dense path was exercised
+
+
+@pytest.mark.parametrize("keep", [0, 5])
+def test_rows_read_from_the_bitmaps_agree_too(monkeypatch: pytest.MonkeyPatch, keep: int) -> None:
+    """On these small tables every set's rows are kept (``setrows.py``) and its atoms read
+    from them; with none kept (0), or only sets of up to 5 rows (both kinds in one
+    product), the others are read from their bitmaps: the same checks hold."""
+    monkeypatch.setattr(setrows, "KEEP_UP_TO", keep)
+    read = []
+    honest = ReleasedSets.membership
+
+    def counted(self, sets, probe):  # type: ignore[no-untyped-def]
+        read.append(len(sets))
+        return honest(self, sets, probe)
+
+    monkeypatch.setattr(ReleasedSets, "membership", counted)
+    assert sum(_mismatches(seed) for seed in SEEDS) == 0
+    assert read  # the bitmaps were read
+
+
+def test_a_wrong_atom_of_a_kept_row_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sabotage: the kept rows' atoms are read one atom off. The comparisons must notice."""
+    honest = SmallSetRows.incidence
+
+    def shifted(self, sets, atom_of, atoms):  # type: ignore[no-untyped-def]
+        return honest(self, sets, lambda rows: (atom_of(rows) + 1) % atoms, atoms)
+
+    monkeypatch.setattr(SmallSetRows, "incidence", shifted)
+    assert sum(_mismatches(seed) for seed in SEEDS) > 0
 
 
 def test_a_wrong_elimination_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
