@@ -183,17 +183,19 @@ def rewrite(
         if sets:  # a contribution to one cell of each set
             listed = [(s, shape.grouping_id(s)) for s in sets]
             contributions = per_set(rows, shape.group_by, listed, _GID)
-    query = exp.select(*projections).from_(table)
+    # every part below is built for this query alone: attached as it is (sqlglot's builders
+    # copy the whole query at each step by default: a third of a one-cell plan's time)
+    query = exp.select(*projections).from_(table, copy=False)
     if condition is not None:
-        query = query.where(condition)
+        query = query.where(condition, copy=False)
     if shape.group_by:
         keys = [_column(k) for k in shape.group_by]
         if not sets:
-            query = query.group_by(*keys)
+            query = query.group_by(*keys, copy=False)
         elif source is _Source.UNITS:  # a plain GROUP BY on the partials' grouping id
-            query = query.group_by(_column(_GID), *keys)
+            query = query.group_by(_column(_GID), *keys, copy=False)
         else:
-            query = query.group_by(_grouping_sets(sets))
+            query = query.group_by(_grouping_sets(sets), copy=False)
     if bounded and contributions is not None:
         key_types = {k: info.types.get(k.lower()) for k in shape.group_by}
         query = max_join(query, contributions, key_types, bounded, depth, _GID if sets else None, shared)
@@ -203,7 +205,7 @@ def rewrite(
         order = [exp.Ordered(this=_column(k), nulls_first=False) for k in shape.group_by]
         if sets:  # a total and a NULL key value of the same detail cell
             order.append(exp.Ordered(this=_column(_GID)))
-        query = query.order_by(*order)
+        query = query.order_by(*order, copy=False)
     return Plan(
         query,
         tuple(key_slots),

@@ -14,13 +14,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.tokenizer_core import Token
 
 from guard.errors import QueryRejected
 from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
 from guard.query.analyze import analyze
 from guard.query.listing import Listing, as_count_query, check_listable
 from guard.query.parameters import Parameter
-from guard.query.parse import DIALECT, check_text, parse, tokens_key
+from guard.query.parse import DIALECT, check_text, key_of, parse, tokenized, tokens_key
 from guard.query.shape import AnyOf, QueryShape
 from guard.query.tokenkeys import TokenKeys
 from guard.query.validate import validate
@@ -93,18 +94,19 @@ def read_query(
     column_types: Callable[[str], Mapping[str, str]],
     parameters: Sequence[Parameter] | None = None,
     trace: Trace | None = None,
+    tokens: Sequence[Token] | None = None,
 ) -> FrontResult:
     """Parse (1), validate against the analyst's visible tables (2), analyze (3).
 
     ``column_types(table)`` gives the engine's column types of a declared table (read
     after validation, so an undeclared name never reaches the engine); ``trace``, when
     given, is filled as the stages pass, so a caller can log what it knows of a request
-    that a later stage rejects.
+    that a later stage rejects; ``tokens``: ``sql``'s tokens, when the caller has them.
 
     Raises:
         QueryRejected: the text or its shape is not allowed (the message says what to change).
     """
-    tree: exp.Expr = parse(sql, policy.limits, parameters)
+    tree: exp.Expr = parse(sql, policy.limits, parameters, tokens)
     bound = tree.sql(dialect=DIALECT) if parameters is not None else None
     if trace is not None:
         trace.bound_sql = bound
@@ -166,7 +168,8 @@ class FrontCache:
         self._found: OrderedDict[Hashable, tuple[FrontResult, Mapping[str, str]]] = OrderedDict()
         #: the tokens of the texts read last (a text read again, or again with another
         #: trailing tag, is not tokenized again: the endpoint reads each text twice)
-        self._tokens = TokenKeys(tokens_key, MAX_CACHED_TEXTS, MAX_CACHED_LENGTH).key
+        keys = TokenKeys(tokens_key, MAX_CACHED_TEXTS, MAX_CACHED_LENGTH)
+        self._known, self._remember = keys.known, keys.remember
 
     def read(
         self,
@@ -180,7 +183,7 @@ class FrontCache:
         Raises:
             QueryRejected: the text or its shape is not allowed (the message says what to change).
         """
-        key = self._key(sql, analyst, parameters)
+        key, tokens = self._key(sql, analyst, parameters)
         if key is None:
             return read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
         with self._lock:
@@ -194,7 +197,7 @@ class FrontCache:
             # kept per visible tables, but whether a disjunction is allowed is per analyst
             check_disjunctions(self._policy, front.table, analyst, front.shape)
             return front
-        front = read_query(sql, self._policy, analyst, self._column_types, parameters, trace)
+        front = read_query(sql, self._policy, analyst, self._column_types, parameters, trace, tokens)
         types = dict(self._column_types(front.table.name))
         with self._lock:
             self._found[key] = (front, types)
@@ -202,11 +205,15 @@ class FrontCache:
                 self._found.popitem(last=False)
         return front
 
-    def _key(self, sql: str, analyst: Analyst, parameters: Sequence[Parameter] | None) -> Hashable | None:
-        """What the reading of ``sql`` depends on (None: not kept). Without parameters,
-        its tokens: the same query with other comments (BI tools tag each query they
-        send) or layout reads the same, and the log keeps the text as sent. With
-        parameters, the text itself (the bound text that is logged keeps its comments).
+    def _key(
+        self, sql: str, analyst: Analyst, parameters: Sequence[Parameter] | None
+    ) -> tuple[Hashable | None, list[Token] | None]:
+        """What the reading of ``sql`` depends on (None: not kept), and ``sql``'s tokens
+        when they were read for it (the parser then reads them, not the text again).
+        Without parameters, its tokens: the same query with other comments (BI tools tag
+        each query they send) or layout reads the same, and the log keeps the text as
+        sent. With parameters, the text itself (the bound text that is logged keeps its
+        comments).
 
         Raises:
             QueryRejected: the raw text fails the checks before parsing (its length counts
@@ -214,15 +221,20 @@ class FrontCache:
         """
         check_text(sql, self._policy.limits)
         if len(sql) > MAX_CACHED_LENGTH:
-            return None
+            return None, None
         visible = tuple(t.name for t in visible_tables(self._policy, analyst))
         if parameters is None:
-            tokens = self._tokens(sql)
-            return None if tokens is None else (tokens, visible)
+            found, known = self._known(sql)
+            tokens = None
+            if not found:  # tokenized here, as TokenKeys would, and the tokens kept for the parser
+                tokens = tokenized(sql)
+                known = None if tokens is None else key_of(tokens)
+                self._remember(sql, known)
+            return (None if known is None else (known, visible)), tokens
         # typed: 1, 1.0 and True are equal keys in Python, not equal parameters
         key = sql, visible, tuple((type(v), v) for v in parameters)
         try:
             hash(key)
         except TypeError:
-            return None  # a value that is no parameter (a list): read_query says so
-        return key
+            return None, None  # a value that is no parameter (a list): read_query says so
+        return key, None

@@ -5,16 +5,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from guard.errors import QueryRejected
 from guard.policy.model import Limits
 from guard.query.parameters import Parameter, bind_parameters
 
-__all__ = ["MAX_NESTING", "MAX_TREE_DEPTH", "check_text", "parse", "parse_within_limits", "tokens_key"]
+__all__ = [
+    "MAX_NESTING",
+    "MAX_TREE_DEPTH",
+    "check_text",
+    "key_of",
+    "parse",
+    "parse_within_limits",
+    "tokenized",
+    "tokens_key",
+]
 
 DIALECT = "duckdb"
 
@@ -31,9 +40,15 @@ MAX_TREE_DEPTH = 250
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
-def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = None) -> exp.Expr:
+def parse(
+    sql: str,
+    limits: Limits,
+    parameters: Sequence[Parameter] | None = None,
+    tokens: Sequence[Token] | None = None,
+) -> exp.Expr:
     """Parse exactly one SQL statement, with ``parameters`` bound to its placeholders
-    (``parameters.py``).
+    (``parameters.py``); ``tokens``: ``sql``'s tokens (:func:`tokenized`) when the caller
+    has them already (the front stages' memory tokenizes a text for its key).
 
     Raises:
         QueryRejected: empty text, too long, unparsable, several statements, a tree
@@ -41,8 +56,7 @@ def parse(sql: str, limits: Limits, parameters: Sequence[Parameter] | None = Non
     """
     check_text(sql, limits)
     try:
-        _check_nesting(sql)
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        statements = _parsed(sql, DIALECT, tokens)
     except (ParseError, TokenError) as exc:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
     except RecursionError:
@@ -100,10 +114,22 @@ def tokens_key(sql: str) -> tuple[tuple[TokenType, str], ...] | None:
     """The text's tokens (type and text, in order) without its comments and layout, or
     None when it does not tokenize. The parser reads tokens only (and keeps comments
     aside), so two texts with the same key parse to the same statement."""
+    tokens = tokenized(sql)
+    return None if tokens is None else key_of(tokens)
+
+
+def tokenized(sql: str) -> list[Token] | None:
+    """The text's tokens in the guard's dialect (what :func:`parse` reads), or None when
+    it does not tokenize."""
     try:
-        return tuple((token.token_type, token.text) for token in sqlglot.tokenize(sql, read=DIALECT))
+        return Dialect.get_or_raise(DIALECT).tokenize(sql)
     except (TokenError, ValueError):
         return None
+
+
+def key_of(tokens: Sequence[Token]) -> tuple[tuple[TokenType, str], ...]:
+    """:func:`tokens_key` of the text ``tokens`` were read from."""
+    return tuple((token.token_type, token.text) for token in tokens)
 
 
 def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
@@ -116,8 +142,7 @@ def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
         QueryRejected: too deeply nested, or not parsable.
     """
     try:
-        _check_nesting(sql)
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        statements = _parsed(sql, dialect)
     except (ParseError, TokenError, ValueError) as exc:
         raise QueryRejected(f"cannot parse the query: {_first_line(exc)}") from None
     except RecursionError:
@@ -132,11 +157,29 @@ def parse_within_limits(sql: str, dialect: str = DIALECT) -> list[exp.Expr]:
     return statements
 
 
-def _check_nesting(sql: str) -> None:
-    """Reject text whose parentheses nest deeper than :data:`MAX_NESTING`, before the
-    recursive parser sees it (the tokenizer does not recurse)."""
+def _parsed(sql: str, dialect: str, tokens: Sequence[Token] | None = None) -> list[exp.Expr]:
+    """The statements of ``sql`` (None statements dropped), its nesting checked first
+    on the guard's own dialect's tokens (:func:`_check_nesting`). In that dialect it is
+    tokenized once: the check and the parser read the same tokens (tokenizing is a third
+    of a small query's parse in pure-Python sqlglot).
+
+    Raises:
+        QueryRejected: nested too deeply; and what sqlglot raises.
+    """
+    reader = Dialect.get_or_raise(dialect)
+    if tokens is None:
+        tokens = Dialect.get_or_raise(DIALECT).tokenize(sql)
+    _check_nesting(tokens)
+    if dialect != DIALECT:
+        tokens = reader.tokenize(sql)
+    return [s for s in reader.parser().parse(list(tokens), sql) if s is not None]
+
+
+def _check_nesting(tokens: Sequence[Token]) -> None:
+    """Reject tokens whose parentheses nest deeper than :data:`MAX_NESTING`, before the
+    recursive parser sees them (the tokenizer does not recurse)."""
     depth = 0
-    for token in sqlglot.tokenize(sql, read=DIALECT):
+    for token in tokens:
         if token.token_type is TokenType.L_PAREN:
             depth += 1
             if depth > MAX_NESTING:

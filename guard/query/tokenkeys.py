@@ -69,12 +69,17 @@ class TokenKeys:
         if found:
             return key
         key = self._tokenize(text)
+        self.remember(text, key)
+        return key
+
+    def remember(self, text: str, key: Hashable | None) -> None:
+        """Remember ``key`` as ``text``'s (a caller that tokenized ``text`` itself, as
+        ``tokenize`` would have: :meth:`key` then returns it)."""
         if len(text) <= self._longest:
             with self._lock:
                 self._known[_known(text)] = key
                 while len(self._known) > self._size:
                     self._known.popitem(last=False)
-        return key
 
     def known(self, text: str) -> tuple[bool, Hashable | None]:
         """(True, the key) when ``text``'s key is remembered, else (False, None): never

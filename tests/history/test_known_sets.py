@@ -113,3 +113,24 @@ def test_asking_whether_a_set_is_implied_derives_no_growth() -> None:
     assert len(grew) == 1
     assert auditor.exposure(np.array([0, 1])) is not None  # the release's growth, when asked
     assert len(grew) == 2
+
+
+def test_a_digest_is_reused_only_for_equal_row_ids() -> None:
+    """fingerprint remembers the last array it hashed: the digest comes back for equal row
+    ids (another array object, another integer type), never for an array changed in
+    place since, nor for one that differs in one id or in length."""
+    import hashlib
+
+    from guard.history.rowsets import fingerprint
+
+    def hashed(rows: np.ndarray) -> bytes:
+        return hashlib.blake2b(np.asarray(rows, dtype=np.int64).tobytes(), digest_size=16).digest()
+
+    rows = np.arange(0, 5000, 3, dtype=np.int64)
+    assert fingerprint(rows) == hashed(rows)
+    assert fingerprint(rows.copy()) == hashed(rows) and fingerprint(rows.astype(np.int32)) == hashed(rows)
+    rows[7] += 1  # the same object, other ids: hashed anew
+    assert fingerprint(rows) == hashed(rows) != hashed(np.arange(0, 5000, 3))
+    longer = np.append(rows, 6000)
+    assert fingerprint(longer) == hashed(longer) and fingerprint(rows[:-1]) == hashed(rows[:-1])
+    assert fingerprint(np.array([], dtype=np.int64)) == hashed(np.array([], dtype=np.int64))

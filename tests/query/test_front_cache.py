@@ -169,3 +169,30 @@ tables:
             with pytest.raises(QueryRejected, match="allowed only where answers are audited"):
                 guard.query(sql, "exact")
         assert guard.query(sql, "noisy").rows  # and still answered to the noisy analyst
+
+
+def test_a_new_text_is_tokenized_once(two: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tokens read for the cache's key are the ones the parser reads (a first answer
+    paid for three tokenizations); a text the cache knew the tokens of but not the
+    reading is tokenized again by the parser, and each reading equals a fresh one."""
+    from sqlglot.dialects.dialect import Dialect
+
+    counted: list[str] = []
+    tokenize = Dialect.tokenize
+
+    def counting(self: Dialect, sql: str, dialect: object = None) -> object:
+        counted.append(sql)
+        return tokenize(self, sql, dialect)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Dialect, "tokenize", counting)
+    cache = _cache(two)
+    alice, bob = _who(two, "alice"), _who(two, "bob")
+    sql = "SELECT sex, COUNT(*) FROM students WHERE major = 'CS' GROUP BY sex"
+    first = cache.read(sql, alice)
+    assert counted == [sql]
+    assert first == read_query(sql, two.policy, alice, two.column_types)
+    counted.clear()
+    again = cache.read(sql, bob)  # the key's tokens are known; bob's reading is not
+    assert counted == [sql] and again == first
+    other = "SELECT major, COUNT(*) FROM students WHERE sex = 'F' GROUP BY major"
+    assert cache.read(other, alice) == read_query(other, two.policy, alice, two.column_types)

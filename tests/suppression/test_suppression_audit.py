@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -248,3 +249,32 @@ def test_intervals_by_component_equal_one_lp_over_every_withheld_cell(seed: int)
         low = linprog(cost, A_eq=dense, b_eq=np.zeros(len(dense)), bounds=bounds, method="highs")
         high = linprog(-cost, A_eq=dense, b_eq=np.zeros(len(dense)), bounds=bounds, method="highs")
         assert got[table.keys[i]] == pytest.approx((low.fun, -high.fun), abs=1e-6)
+
+
+def test_no_withheld_target_skips_the_components_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A linked answer without sensitive cells asks for no interval: its view's withheld
+    cells are not grouped into components (the shortcut), while a sensitive cell that
+    is published still fails, with its own value as its interval."""
+    audit_module = importlib.import_module("guard.suppression.audit")
+
+    def refused(*_: object) -> None:
+        raise AssertionError("components built for an audit that asks for no withheld cell")
+
+    table = Table.from_cells({("a",): 3, ("b",): 4, (TOTAL,): 7})
+    withheld = [("a",), (TOTAL,)]
+    monkeypatch.setattr(audit_module, "_components", refused)
+    assert failures(table, withheld, {}) == []
+    assert audit(table, withheld, cells=[("b",)]) == {("b",): (4.0, 4.0)}
+    published = failures(table, withheld, {("b",): Protection(1, 1)})
+    assert [(f.key, f.low, f.high) for f in published] == [(("b",), 4.0, 4.0)]
+
+
+def test_a_withheld_target_is_audited_however_few_cells_are_withheld() -> None:
+    """The shortcut is for audits that want no withheld cell; one that wants one must
+    solve its LPs: here the sensitive cell is withheld alone, so its relation pins it and
+    it must fail (a shortcut taken whenever one cell, or no relation's total, is
+    withheld would pass it)."""
+    table = Table.from_cells({("a",): 3, ("b",): 4, (TOTAL,): 7})
+    alone = failures(table, [("a",)], {("a",): Protection(1, 1)})
+    assert [(f.key, f.low, f.high) for f in alone] == [(("a",), pytest.approx(3.0), pytest.approx(3.0))]
+    assert failures(table, [("a",), ("b",)], {("a",): Protection(1, 1)}) == []
