@@ -107,8 +107,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._cuts = 0  # commits so far: the atoms' representatives change only then
         #: (commits, the atoms' probe, their representatives) as of that many commits
         self._probe: tuple[int, Probe, Ids] | None = None
-        # the last step committed and the version it left: nothing changed since while
-        # the version is still that one (``last_change_is``)
+        # the last step committed and the version it left (``last_change_is``)
         self._committed: tuple[Step, int] | None = None
 
     @property
@@ -173,8 +172,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
 
     @property
     def version(self) -> int:
-        """Releases and basis exchanges so far: while it stays the same, so does the span
-        (and every verdict read from it)."""
+        """Releases and exchanges so far: while it stays, so does every verdict on the span."""
         return self._version
 
     @property
