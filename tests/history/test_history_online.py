@@ -393,16 +393,7 @@ def test_cells_in_the_span_are_not_read_again(
     asking the auditor (each is remembered in its state as in the span, by its
     selection and key); the same cells under another WHERE are new sets, checked again
     (the Baker pair by major, above, withholds its second answer)."""
-    from guard.history.span import SpanAuditor
-
-    asked = [0]
-    inner = SpanAuditor.implied
-
-    def counted(self: SpanAuditor, query_set: object) -> bool:
-        asked[0] += 1
-        return inner(self, query_set)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SpanAuditor, "implied", counted)
+    asked = _counted_implied(monkeypatch)
     guard = open_students(unlinked)
     by_major = Ask(by=("major",)).sql
     first = guard.query(by_major, "alice")
@@ -422,16 +413,7 @@ def test_cells_withheld_are_withheld_again_unread_until_something_changes(
     """A refused GROUP BY asked again, with nothing released in between, is refused with
     the same message without asking the auditor; after another release it is checked
     again (and still refused)."""
-    from guard.history.span import SpanAuditor
-
-    asked = [0]
-    inner = SpanAuditor.implied
-
-    def counted(self: SpanAuditor, query_set: object) -> bool:
-        asked[0] += 1
-        return inner(self, query_set)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SpanAuditor, "implied", counted)
+    asked = _counted_implied(monkeypatch)
     guard = open_students(unlinked)
     guard.query(Ask(by=("major",)).sql, "alice")
     men = Ask("sex = 'Male'", by=("major",)).sql
@@ -447,3 +429,18 @@ def test_cells_withheld_are_withheld_again_unread_until_something_changes(
     with pytest.raises(QueryRefused, match="history audit"):
         guard.query(men, "alice")
     assert asked[0] > checked
+
+
+def _counted_implied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts ``SpanAuditor.implied`` calls (the first question every cell's check asks)."""
+    from guard.history.span import SpanAuditor
+
+    asked = [0]
+    inner = SpanAuditor.implied
+
+    def counted(self: SpanAuditor, query_set: object) -> bool:
+        asked[0] += 1
+        return inner(self, query_set)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SpanAuditor, "implied", counted)
+    return asked
