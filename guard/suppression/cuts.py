@@ -48,6 +48,7 @@ import numpy as np
 from scipy import sparse
 
 from guard.highs import lp_model
+from guard.suppression.bridges import bridge_rows
 from guard.suppression.model import Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -100,6 +101,7 @@ def solve_by_cuts(
     nodes: int | None = None,
     gap: float = PROOF_GAP,
     each: Callable[[CutOutcome], None] | None = None,
+    bridges: bool = True,
 ) -> CutOutcome | None:
     """Cut loop within ``iterations`` simplex iterations (None: no limit) and
     ``time_limit`` seconds, the master MILP started from the pattern ``start`` when it
@@ -118,7 +120,11 @@ def solve_by_cuts(
     (returned, with the latest bound, when time runs out).
 
     ``each``: called with every master pattern that misses some levels (and the
-    deviations of the levels it reaches) before the next round, e.g. to complete it."""
+    deviations of the levels it reaches) before the next round, e.g. to complete it.
+
+    ``bridges``: the master starts with :func:`~guard.suppression.bridges.bridge_rows`
+    (no withheld cell alone in a relation), which keep an optimal pattern and cut off
+    master patterns no deviation can use."""
     budget = _Budget(time.perf_counter() + time_limit, iterations)
     a, lb, ub = table.arrays
     n = len(a)
@@ -129,7 +135,8 @@ def solve_by_cuts(
     hi[list(kept)] = 0.0
     blocks = level_blocks(levels)
     rooms = {p: (np.minimum(ub - a, max(lv)), np.minimum(a - lb, max(lv))) for p, lv in levels.items()}
-    master = _Master(costs, (lo, hi), max(gap, PROOF_GAP), budget, nodes)
+    rows = bridge_rows(table, levels, forced, kept) if bridges else None
+    master = _Master(costs, (lo, hi), max(gap, PROOF_GAP), budget, nodes, rows)
     guess = np.zeros(n)
     guess[list(start)] = 1.0
     #: per level, the last deviations that reached it (tried before its LP)
@@ -223,12 +230,14 @@ class _Master:
         gap: float,
         budget: _Budget,
         nodes: int | None,
+        rows: tuple[sparse.csr_matrix, np.ndarray] | None = None,
     ) -> None:
         lo, hi = bounds
         self._n = len(costs)
         self._costs = costs
-        empty = np.empty(0)
-        self._highs = lp_model(sparse.csc_matrix((0, self._n)), costs, lo, hi, empty, empty)
+        matrix, lower = rows if rows is not None else (sparse.csr_matrix((0, self._n)), np.empty(0))
+        upper = np.full(len(lower), np.inf)
+        self._highs = lp_model(matrix, costs, lo, hi, lower, upper)
         self._integral = False
         self._gap = gap
         self._budget = budget
