@@ -62,6 +62,12 @@ _MASTER_NODES = 500
 #: at 100 (or 60) 8 x 8 x 8/2 ends at the same 88 cells, 8 s of loop instead of 10
 #: (session 18)
 _MASTER_CHECKS = 100
+#: up to this many cells the local search runs from the pattern before the cut loop
+#: too, and the cheaper end is kept: from the cut loop's pattern it ended 3 cells above
+#: the other on one 8 x 8 x 8 table of three (86 against 83), and a second descent costs
+#: 3-5 s of CPU there; on 10 x 10 x 10 (1,331 cells) the cut loop's start won on all
+#: three tables by 3-12 cells and a second descent would cost about 20 s (session 17)
+_BOTH_CELLS = 1_000
 #: local-search moves per table are capped at this many divided by its cells: a move
 #: costs LPs over the whole table (session 16, after the pruning's LPs were made
 #: cheaper: about 0.1 s of CPU on 10 x 10 x 10), so larger tables get fewer (up to
@@ -94,6 +100,8 @@ def improve(
     by a MILP)`` of the cheapest pattern found (``start``'s when nothing is cheaper)."""
     hidden, certificates = start.hidden, start.certificates
     proven = by_milp = False
+    #: patterns the local search also starts from (the one before the cut loop's)
+    starts: list[tuple[frozenset[int], Certificates]] = []
     size = len(table) * len(levels)
     search = opts.method is not Method.HEURISTIC
     if hidden <= forced | levels.keys():
@@ -122,20 +130,31 @@ def improve(
     if search and size <= opts.cut_limit:
         better = _by_cuts(table, levels, costs, hidden, forced, kept, opts, _MASTER_CHECKS if above else None)
         if better is not None:
+            starts.append((hidden, certificates))
             hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True
     moves = min(opts.moves, _MOVE_CELLS // max(1, len(table)))
     if search and not proven and moves > 0 and crossed(table):
-        hidden, certificates = improve_locally(
-            table,
-            levels,
-            costs,
-            hidden,
-            certificates,
-            forced=forced,
-            kept=kept,
-            distant=opts.reuses_distant(len(table)),
-            moves=moves,
-        )
+        if len(table) > _BOTH_CELLS:
+            starts.clear()
+        starts.insert(0, (hidden, certificates))
+        ends = [
+            improve_locally(
+                table,
+                levels,
+                costs,
+                pattern,
+                proofs,
+                forced=forced,
+                kept=kept,
+                distant=opts.reuses_distant(len(table)),
+                moves=moves,
+            )
+            for pattern, proofs in starts
+        ]
+        # the cheapest; on a tie the first (the cut loop's)
+        pick = min(range(len(ends)), key=lambda k: (float(costs[list(ends[k][0])].sum()), k))
+        hidden, certificates = ends[pick]
+        by_milp = by_milp and pick == 0
     return hidden, certificates, proven, by_milp
 
 

@@ -164,3 +164,36 @@ def test_only_cells_every_pattern_withholds_skip_the_search(
     start = improvement.Improved(hidden | {extra}, Certificates(table), False)
     improvement.improve(table, levels, costs, start, forced, frozenset(), _ABOVE)
     assert calls
+
+
+def test_the_local_search_also_starts_from_the_pattern_before_the_cut_loop(
+    cube_table: CubeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # from the cut loop's pattern one 8 x 8 x 8 descent ended 3 cells above the descent
+    # from the pattern before it: on tables up to _BOTH_CELLS both run, the cheaper end wins
+    table, levels = problem(cube_table, (5, 5, 4), 2)
+    requirements = {table.keys[p]: Protection(*lv) for p, lv in levels.items()}
+    options = SuppressionOptions(weight=Weight.COUNT, optimal_limit=0, recombine_limit=0, time_limit=2.0)
+    calls: list[tuple[frozenset[int], frozenset[int]]] = []
+    real = improvement.improve_locally
+
+    def spy(*args: Any, **kwargs: Any) -> tuple[frozenset[int], Any]:
+        hidden, proofs = real(*args, **kwargs)
+        calls.append((frozenset(args[3]), hidden))
+        return hidden, proofs
+
+    monkeypatch.setattr(improvement, "improve_locally", spy)
+    result = suppress(table, requirements, options=options, seed=2)
+    assert len(calls) == 2 and calls[0][0] != calls[1][0]  # two different starts
+    costs = perturbed_costs(table, Weight.COUNT, options.perturbation, 2)
+    ends = [float(costs[list(end)].sum()) for _, end in calls]
+    # the first is the cut loop's start, cheaper than the one before it
+    assert costs[list(calls[0][0])].sum() < costs[list(calls[1][0])].sum()
+    chosen = {table.index(k) for k in result.suppressed}
+    assert float(costs[list(chosen)].sum()) == pytest.approx(min(ends))
+    assert protected(table, chosen, levels)
+    # above _BOTH_CELLS only the cut loop's pattern is descended from
+    calls.clear()
+    monkeypatch.setattr(improvement, "_BOTH_CELLS", 10)
+    suppress(table, requirements, options=options, seed=2)
+    assert len(calls) == 1
