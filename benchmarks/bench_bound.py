@@ -24,6 +24,17 @@ the uncapped coefficients. With ``--cap 1`` the rooms are capped at the cell's l
 level as the guard's own model does (bench_optimality's ``cap``): a bound on that
 model only, which can be higher than the audit's optimum.
 
+Two more families of rows (session 17), each keeping the master's optimum at most the
+fewest cells: the **bridge rows** of :mod:`guard.suppression.bridges` (a withheld cell
+alone in a relation is pinned, so an optimal pattern has none; a sensitive cell never is
+alone), and per cut a **cardinality row** ``sum_{i in supp g} y_i >= k``, ``k`` the
+fewest of its coefficients reaching the level (every binary point meeting the cut meets
+it). ``--no-bridges`` / ``--no-covers`` leave them out; ``--repair K`` adds up to K more
+cuts per level missed at an integer point (each from an LP's duals: valid anywhere).
+A master pattern that reaches every level and passes the guard's LP audit
+(``failures``) is protecting, so when it is the master's optimum the optimum is proven
+(event ``proven``).
+
     nice -n 10 python -u benchmarks/bench_bound.py --case 8x8x8 --seed 0 --minutes 18 \\
         --out /tmp/s16-3d/bound-8x8x8-0.jsonl
 
@@ -35,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -73,6 +85,8 @@ class _Separator:
         self.all = np.arange(self.n, dtype=np.int32)
         self.lps = 0
         self.failed = 0
+        #: wall seconds in the attacker LPs (where a slow round's time went)
+        self.seconds = 0.0
 
     def rooms(self, p: int, upward: bool, level: float, capped: bool) -> tuple[np.ndarray, np.ndarray]:
         up, down = self.up.copy(), self.down.copy()
@@ -103,7 +117,9 @@ class _Separator:
         # bounded in time (one LP ran for minutes on a 6 x 6 x 6 table at load 9): a
         # level whose LP fails is neither reached nor cut (the bound only weakens)
         h.setOptionValue("time_limit", float(h.getRunTime()) + _LP_SECONDS)
+        t0 = time.perf_counter()
         h.run()
+        self.seconds += time.perf_counter() - t0
         self.lps += 1
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             h.clearSolver()
@@ -130,8 +146,52 @@ class _Separator:
         return bool(sign * d[p] >= level * (1 - _TOL)), None
 
 
+def add_bridges(master: highspy.Highs, table: Table, sensitive: set[int]) -> int:
+    """Add ``y_i <= sum_{j in R, j != i} y_j`` per relation ``R`` and cell ``i`` of it.
+
+    Valid for the optimum, not for every pattern: a withheld cell alone in a relation
+    (every other cell of it published) is pinned by that relation in every attacker
+    LP (``d_i = 0``), so publishing it leaves every feasibility interval as it was; an
+    optimal pattern under positive costs therefore has no such cell, and the master
+    with these rows still admits it. A sensitive cell (``y = 1`` fixed) gets the row
+    ``sum_{j in R, j != p} y_j >= 1``. Returns the number of rows added.
+    """
+    rows = 0
+    for cells in table.relation_cells:
+        for i in cells:
+            others = [j for j in cells if j != i]
+            if i in sensitive:
+                index = np.array(others, dtype=np.int32)
+                master.addRow(1.0, highspy.kHighsInf, len(index), index, np.ones(len(index)))
+            else:
+                index = np.array([i, *others], dtype=np.int32)
+                value = np.ones(len(index))
+                value[0] = -1.0
+                master.addRow(0.0, highspy.kHighsInf, len(index), index, value)
+            rows += 1
+    return rows
+
+
+def cover_count(g: np.ndarray, level: float) -> int:
+    """Fewest cells of the cut ``g y >= level`` (``0 < g_i <= level``) that can meet it.
+
+    A binary ``y`` meeting the cut has at least this many ones on the cut's support:
+    the largest ``k - 1`` coefficients sum to less than the level.
+    """
+    total = np.cumsum(np.sort(g)[::-1])
+    return int(min(np.searchsorted(total, level * (1 - 1e-9)) + 1, len(g)))
+
+
 def bound(
-    shape: tuple[int, ...], seed: int, seconds: float, cap: float | None, out: Path, milp_round: float
+    shape: tuple[int, ...],
+    seed: int,
+    seconds: float,
+    cap: float | None,
+    out: Path,
+    milp_round: float,
+    bridges: bool = True,
+    covers: bool = True,
+    repair: int = 0,
 ) -> None:
     begin = time.perf_counter()
     case = make_case(shape, seed)
@@ -145,18 +205,25 @@ def bound(
             "case": "x".join(map(str, shape)),
             "seed": seed,
             "t": round(time.perf_counter() - begin, 1),
+            "load1": round(os.getloadavg()[0], 2),
             **event,
         }
         with out.open("a") as f:
             f.write(json.dumps(event) + "\n")
         print(json.dumps(event), flush=True)
 
-    g0 = time.perf_counter()
+    g0, c0 = time.perf_counter(), time.process_time()
     result = suppress(table, case.requirements, options=SuppressionOptions(weight=Weight.COUNT), seed=seed)
     guard = frozenset(table.index(k) for k in result.suppressed)
     ok = not failures(table, result.suppressed, case.requirements)
     emit(
-        {"event": "guard", "cells": len(guard), "audit_ok": ok, "seconds": round(time.perf_counter() - g0, 1)}
+        {
+            "event": "guard",
+            "cells": len(guard),
+            "audit_ok": ok,
+            "seconds": round(time.perf_counter() - g0, 1),
+            "cpu_seconds": round(time.process_time() - c0, 1),
+        }
     )
     best = len(guard) if ok else np.inf
     best_pattern = sorted(guard)
@@ -168,9 +235,20 @@ def bound(
     from scipy import sparse
 
     master = lp_model(sparse.csc_matrix((0, n)), np.ones(n), lo, np.ones(n), empty, empty)
+    if bridges:
+        added_bridges = add_bridges(master, table, set(levels))
+        emit({"event": "bridges", "rows": added_bridges})
     cuts = 0
     lower = float(lo.sum())
     kind = "sensitive cells"
+
+    def add_cut(g: np.ndarray, level: float) -> None:
+        index = np.flatnonzero(g > 1e-12).astype(np.int32)
+        master.addRow(float(level), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
+        if covers:
+            k = cover_count(g[index], float(level))
+            if k > 1:
+                master.addRow(float(k), highspy.kHighsInf, len(index), index, np.ones(len(index)))
 
     def separate(y: np.ndarray, binary: bool) -> tuple[int, int]:
         nonlocal cuts
@@ -179,9 +257,18 @@ def bound(
             ok_p, g = sep.cut(y, p, level, upward, binary=binary)
             reached += ok_p
             if g is not None:
-                index = np.flatnonzero(g > 1e-12).astype(np.int32)
-                master.addRow(float(level), highspy.kHighsInf, len(index), index, g[index].astype(np.float64))
+                add_cut(g, level)
                 added += 1
+                # more cuts for this level: withhold the cell the cut weighs most and
+                # separate again (each cut comes from duals: valid whatever the point)
+                z = y.copy()
+                for _ in range(repair if binary else 0):
+                    z[int(np.argmax(np.where(z > 0.5, -1.0, g)))] = 1.0
+                    done, g = sep.cut(z, p, level, upward, binary=True)
+                    if done or g is None:
+                        break
+                    add_cut(g, level)
+                    added += 1
         cuts += added
         return added, reached
 
@@ -194,6 +281,7 @@ def bound(
     master.cbMipImprovingSolution.subscribe(collect)
     integral = False
     rounds = 0
+    master_lp_seconds = 0.0
     # the time limit counts from here: the guard's run above is not the bound's
     seconds += time.perf_counter() - begin
     while time.perf_counter() - begin < seconds:
@@ -212,7 +300,9 @@ def bound(
             master.setOptionValue(
                 "time_limit", float(master.getRunTime()) + max(1.0, min(left, 5 * _LP_SECONDS))
             )
+            t0 = time.perf_counter()
             master.run()
+            master_lp_seconds += time.perf_counter() - t0
             if master.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 break  # out of time: no LP bound from this round
             value = float(master.getInfo().objective_function_value)
@@ -231,6 +321,8 @@ def bound(
                 "cuts": cuts,
                 "lps": sep.lps,
                 "failed": sep.failed,
+                "attacker_lp_s": round(sep.seconds, 1),
+                "master_lp_s": round(master_lp_seconds, 1),
             }
         )
         # the master MILP
@@ -329,10 +421,27 @@ def main() -> None:
         "--cap", type=float, default=None, help="cap rooms at cap x level (default: the audit's model)"
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--no-bridges", action="store_true", help="without the bridge rows (session 16's master)"
+    )
+    parser.add_argument("--no-covers", action="store_true", help="without the cardinality rows of each cut")
+    parser.add_argument(
+        "--repair", type=int, default=0, help="per level missed at an integer point, this many more cuts"
+    )
     args = parser.parse_args()
     shape = tuple(int(x) for x in args.case.split("x"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    bound(shape, args.seed, 60 * args.minutes, args.cap, args.out, args.milp_round)
+    bound(
+        shape,
+        args.seed,
+        60 * args.minutes,
+        args.cap,
+        args.out,
+        args.milp_round,
+        bridges=not args.no_bridges,
+        covers=not args.no_covers,
+        repair=args.repair,
+    )
 
 
 if __name__ == "__main__":

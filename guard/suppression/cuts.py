@@ -41,13 +41,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
 from scipy import sparse
 
 from guard.highs import lp_model
+from guard.suppression.bridges import bridge_rows
+from guard.suppression.budget import Budget
 from guard.suppression.model import Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -85,6 +87,8 @@ class CutOutcome:
     proven: bool
     bound: float
     deviations: dict[tuple[int, bool], np.ndarray]
+    #: the fail-safe clock stopped the loop: the outcome depends on the load
+    timed_out: bool = False
 
 
 def solve_by_cuts(
@@ -100,6 +104,8 @@ def solve_by_cuts(
     nodes: int | None = None,
     gap: float = PROOF_GAP,
     each: Callable[[CutOutcome], None] | None = None,
+    bridges: bool = True,
+    checks: int | None = None,
 ) -> CutOutcome | None:
     """Cut loop within ``iterations`` simplex iterations (None: no limit) and
     ``time_limit`` seconds, the master MILP started from the pattern ``start`` when it
@@ -118,8 +124,36 @@ def solve_by_cuts(
     (returned, with the latest bound, when time runs out).
 
     ``each``: called with every master pattern that misses some levels (and the
-    deviations of the levels it reaches) before the next round, e.g. to complete it."""
-    budget = _Budget(time.perf_counter() + time_limit, iterations)
+    deviations of the levels it reaches) before the next round, e.g. to complete it.
+
+    ``bridges``: the master starts with :func:`~guard.suppression.bridges.bridge_rows`
+    (no withheld cell alone in a relation), which keep an optimal pattern and cut off
+    master patterns no deviation can use.
+
+    ``checks``: a limit on the master MILPs' work inside HiGHS, in its MIP checks over
+    the whole loop (:class:`~guard.suppression.budget.Budget`; None: none). With it a
+    master's root cannot run on until the clock stops it.
+
+    ``timed_out`` in the outcome: the clock, not the work, stopped the loop."""
+    budget = Budget(time.perf_counter() + time_limit, iterations, checks)
+    outcome = _loop(table, levels, costs, forced, kept, start, budget, nodes, gap, each, bridges)
+    return replace(outcome, timed_out=budget.timed_out)
+
+
+def _loop(
+    table: Table,
+    levels: Levels,
+    costs: np.ndarray,
+    forced: Set[int],
+    kept: Set[int],
+    start: Set[int],
+    budget: Budget,
+    nodes: int | None,
+    gap: float,
+    each: Callable[[CutOutcome], None] | None,
+    bridges: bool,
+) -> CutOutcome:
+    """The loop of :func:`solve_by_cuts` within ``budget``."""
     a, lb, ub = table.arrays
     n = len(a)
     attacker = _Attacker(table, budget)
@@ -129,7 +163,8 @@ def solve_by_cuts(
     hi[list(kept)] = 0.0
     blocks = level_blocks(levels)
     rooms = {p: (np.minimum(ub - a, max(lv)), np.minimum(a - lb, max(lv))) for p, lv in levels.items()}
-    master = _Master(costs, (lo, hi), max(gap, PROOF_GAP), budget, nodes)
+    rows = bridge_rows(table, levels, forced, kept) if bridges else None
+    master = _Master(costs, (lo, hi), max(gap, PROOF_GAP), budget, nodes, rows)
     guess = np.zeros(n)
     guess[list(start)] = 1.0
     #: per level, the last deviations that reached it (tried before its LP)
@@ -221,18 +256,21 @@ class _Master:
         costs: np.ndarray,
         bounds: tuple[np.ndarray, np.ndarray],
         gap: float,
-        budget: _Budget,
+        budget: Budget,
         nodes: int | None,
+        rows: tuple[sparse.csr_matrix, np.ndarray] | None = None,
     ) -> None:
         lo, hi = bounds
         self._n = len(costs)
         self._costs = costs
-        empty = np.empty(0)
-        self._highs = lp_model(sparse.csc_matrix((0, self._n)), costs, lo, hi, empty, empty)
+        matrix, lower = rows if rows is not None else (sparse.csr_matrix((0, self._n)), np.empty(0))
+        upper = np.full(len(lower), np.inf)
+        self._highs = lp_model(matrix, costs, lo, hi, lower, upper)
         self._integral = False
         self._gap = gap
         self._budget = budget
         self._highs.setOptionValue("mip_rel_gap", float(gap))
+        budget.watch(self._highs)
         if nodes is not None:
             self._highs.setOptionValue("mip_max_nodes", int(nodes))
 
@@ -305,7 +343,7 @@ class _Attacker:
     HiGHS model over the whole table kept across calls (each re-solve starts from the
     last basis)."""
 
-    def __init__(self, table: Table, budget: _Budget) -> None:
+    def __init__(self, table: Table, budget: Budget) -> None:
         self._budget = budget
         matrix = table.csc
         self._csr: sparse.csr_matrix = table.matrix.tocsr()
@@ -340,41 +378,3 @@ class _Attacker:
         # max sign*d_p = -min(c d) <= Σ_i y_i (U_i max(-r_i, 0) + D_i max(r_i, 0)) for any λ
         g = up * np.maximum(-reduced, 0.0) + down * np.maximum(reduced, 0.0)
         return d, g
-
-
-class _Budget:
-    """The loop's work so far, in simplex iterations as HiGHS counts them (a count of
-    work: the same on a loaded machine), against a limit; and the fail-safe clock."""
-
-    def __init__(self, deadline: float, iterations: int | None) -> None:
-        self._deadline = deadline
-        self._limit = iterations
-        self.used = 0
-
-    def run(self, highs: highspy.Highs) -> None:
-        """``highs.run()`` within the clock left, its iterations counted. Stopped by the
-        clock, the loop ends: what would follow depends on the load."""
-        # HiGHS counts its limit on the instance's clock, which runs on across solves
-        highs.setOptionValue("time_limit", float(highs.getRunTime()) + max(self._left(), 1e-3))
-        highs.run()
-        self.used += max(0, int(highs.getInfo().simplex_iteration_count))
-        if highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
-            self._deadline = -np.inf
-
-    def half(self) -> tuple[int | None, float]:
-        """The point (iterations, clock) by which half of what is left is spent: by the
-        iterations when they are limited (the clock is then the fail-safe's only)."""
-        if self._limit is not None:
-            return self.used + (self._limit - self.used) // 2, self._deadline
-        now = time.perf_counter()
-        return None, now + (self._deadline - now) / 2
-
-    def spent(self, mark: tuple[int | None, float] | None = None) -> bool:
-        """Whether the work reached ``mark`` (default: the whole budget)."""
-        limit, clock = (self._limit, self._deadline) if mark is None else mark
-        if limit is not None and self.used >= limit:
-            return True
-        return time.perf_counter() >= min(clock, self._deadline)
-
-    def _left(self) -> float:
-        return self._deadline - time.perf_counter()

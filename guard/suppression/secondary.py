@@ -21,7 +21,7 @@ three relations, up to ``recombine_limit`` cells times sensitive cells, it compe
 with further heuristic patterns on secretly jittered costs, recombined pairwise by the
 MILP over their union (:mod:`~guard.suppression.recombination`: 5 x 5 x 5 tables at the
 optimum); up to ``cut_limit`` cells times sensitive cells, unless the heuristic was
-forced or the table is 3-D above ``recombine_limit``, it starts the same MILP solved
+forced, it starts the same MILP solved
 by capacity cuts (:mod:`~guard.suppression.cuts`, its master MILPs stopped within
 5 %), for a budget of simplex iterations (about ``time_limit`` seconds on a quiet
 machine); the master patterns that miss few levels, and the last one when the budget
