@@ -25,12 +25,11 @@ from guard.suppression.redundancy import drop_redundant
 CubeTable = Callable[[np.ndarray], Table]
 
 
-def reaches(table: Table, withheld: set[int], p: int, levels: tuple[float, float]) -> bool:
-    """Independent audit: with every cell outside ``withheld`` fixed at its value, the
-    relations and the declared bounds, ``p`` can move up and down by its levels."""
+def interval(table: Table, withheld: set[int], p: int) -> tuple[float, float]:
+    """Independent audit: the attacker's interval for cell ``p`` (low, high) with every
+    cell outside ``withheld`` fixed at its value, the relations and the declared bounds
+    (an unbounded end is infinite)."""
     a, lb, ub = (np.array(v, dtype=float) for v in (table.values, table.lower, table.upper))
-    if p not in withheld:
-        return False
     index = {key: i for i, key in enumerate(table.keys)}
     rows = []
     for relation in table.relations:
@@ -41,7 +40,6 @@ def reaches(table: Table, withheld: set[int], p: int, levels: tuple[float, float
         rows.append(row)
     matrix = np.array(rows)
     bounds = [(lb[i], ub[i]) if i in withheld else (a[i], a[i]) for i in range(len(a))]
-    upper, lower = levels
     ends = []
     for sign in (1.0, -1.0):
         c = np.zeros(len(a))
@@ -52,9 +50,18 @@ def reaches(table: Table, withheld: set[int], p: int, levels: tuple[float, float
             continue
         assert res.status == 0, res.message
         ends.append(-res.fun)
-    high, low = ends[0], -ends[1]
-    tol = 1e-6 * max(1.0, abs(a[p]), upper, lower)
-    return bool(high >= a[p] + upper - tol and low <= a[p] - lower + tol)
+    return -ends[1], ends[0]
+
+
+def reaches(table: Table, withheld: set[int], p: int, levels: tuple[float, float]) -> bool:
+    """Independent audit: ``p`` can move up and down by its levels (``interval``)."""
+    if p not in withheld:
+        return False
+    low, high = interval(table, withheld, p)
+    value = float(table.values[p])
+    upper, lower = levels
+    tol = 1e-6 * max(1.0, abs(value), upper, lower)
+    return bool(high >= value + upper - tol and low <= value - lower + tol)
 
 
 def protected(table: Table, withheld: set[int], levels: Levels) -> bool:
