@@ -364,14 +364,7 @@ def test_a_query_set_withheld_is_withheld_again_without_a_search(
     same control without searching the history again: releases only add information."""
     from guard.history.groups import GroupSearch
 
-    checks = [0]
-    inner = GroupSearch.check
-
-    def counted(self: GroupSearch, exposure: object) -> object:
-        checks[0] += 1
-        return inner(self, exposure)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(GroupSearch, "check", counted)
+    checks = _counted(monkeypatch, GroupSearch, "check")
     guard = open_students(unlinked)
     guard.query(EE_TOTAL.sql, "alice")
     with pytest.raises(QueryRefused, match="history audit") as first:
@@ -431,16 +424,21 @@ def test_cells_withheld_are_withheld_again_unread_until_something_changes(
     assert asked[0] > checked
 
 
+def _counted(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """Counts the calls of ``owner.name`` (a method), which still does its work."""
+    calls = [0]
+    inner = getattr(owner, name)
+
+    def counted(self: object, *args: object) -> object:
+        calls[0] += 1
+        return inner(self, *args)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def _counted_implied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts ``SpanAuditor.implied`` calls (the first question every cell's check asks)."""
     from guard.history.span import SpanAuditor
 
-    asked = [0]
-    inner = SpanAuditor.implied
-
-    def counted(self: SpanAuditor, query_set: object) -> bool:
-        asked[0] += 1
-        return inner(self, query_set)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SpanAuditor, "implied", counted)
-    return asked
+    return _counted(monkeypatch, SpanAuditor, "implied")
