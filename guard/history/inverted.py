@@ -6,12 +6,13 @@ released sets hold the atom's representative row). A test per stored bitmap cost
 indexed in blocks once ``BLOCK`` of them wait (the last few are tested one by one).
 
 Each set is indexed in the cheaper of two forms, so the index never costs more than
-N/8 bytes a set (N the rows). That is still more than the stored bitmaps, which runs
-compress (on 1M rows: lines of 20 KB against ~6 KB a bitmap), and the largest part of
-the audit state's growth (runs would not help: a large set there has a median of 3,646
-runs of consecutive row ids):
+N/8 bytes a set (N the rows; 512 bytes on tables of fewer than 4,096 rows). That is
+still more than the stored bitmaps, which runs compress (on 1M rows: lines of 20 KB
+against ~6 KB a bitmap), and the largest part of the audit state's growth (runs would
+not help: a large set there has a median of 3,646 runs of consecutive row ids):
 
-- a set of at most N/64 rows as (row, set) pairs, 8 bytes each, in blocks sorted by row
+- a small set (``setrows.small_limit``: at most N/64 rows) as (row, set) pairs, 8 bytes
+  each, in blocks sorted by row
   (a binary counter of merges: O(log sets) blocks, each pair re-sorted O(log sets) times);
 - a larger set as one line of N bits, ``_CHUNK`` lines to an array, read down one byte
   column for a row.
@@ -29,13 +30,12 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from guard.history.capacity import grown
+from guard.history.setrows import small_limit
 
 __all__ = ["BLOCK", "InvertedIndex"]
 
 #: sets in the smallest block of pairs (the sets after the last block are tested one by one)
 BLOCK = 64
-#: bytes of one (row, set) pair: a uint32 row and an int32 set
-_PAIR_BYTES = 8
 #: lines of N bits in one array of the dense form
 _CHUNK = 256
 
@@ -47,6 +47,7 @@ class InvertedIndex:
     def __init__(self, universe: int) -> None:
         self._universe = universe
         self._width = (universe + 7) // 8  # bytes of a line of N bits
+        self._small = small_limit(universe)  # rows of a set kept as pairs, at most
         #: the pair form: per block its rows (sorted), the set of each, and how many sets it covers
         self._blocks: list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.int32], int]] = []
         #: the line form: arrays of ``_CHUNK`` lines, and the set of each line used
@@ -68,7 +69,7 @@ class InvertedIndex:
             rows = np.frombuffer(sets[i].to_array(), dtype=np.uint32)
             if rows.size and int(rows[-1]) >= self._universe:
                 raise ValueError(f"set {i} holds row {int(rows[-1])}, outside the {self._universe} rows")
-            if rows.size * _PAIR_BYTES <= self._width:
+            if rows.size <= self._small:
                 parts.append(rows)
                 owners.append(i)
             else:

@@ -26,19 +26,25 @@ from guard.history.capacity import grown
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids
 
-__all__ = ["KEEP_UP_TO", "SmallSetRows"]
+__all__ = ["KEEP_UP_TO", "SmallSetRows", "small_limit"]
 
-#: a set of at most N / _SHARE rows is kept (the inverted index keeps such sets as pairs)
+#: a set of at most N / _SHARE rows is small: its rows are kept here, and the inverted
+#: index keeps it as (row, set) pairs (8 bytes a row: at most N/8 bytes, a line of bits)
 _SHARE = 64
-#: and any set of at most this many rows (256 bytes), whatever N
+#: and any set of at most this many rows (256 bytes here), whatever N
 KEEP_UP_TO = 64
+
+
+def small_limit(universe: int) -> int:
+    """The most rows a small set of a table of ``universe`` rows holds."""
+    return max(universe // _SHARE, KEEP_UP_TO)
 
 
 class SmallSetRows:
     """The rows of each released set of at most N/64 rows (N = ``universe``), by set index."""
 
     def __init__(self, universe: int) -> None:
-        self._limit = max(universe // _SHARE, KEEP_UP_TO)
+        self._limit = small_limit(universe)
         self._flat = np.zeros(1024, dtype=np.uint32)
         self._filled = 0
         #: per set index: where its rows start in ``_flat`` (-1: not kept), and how many
