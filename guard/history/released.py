@@ -194,7 +194,8 @@ class ReleasedSets:
             parts.append(self.membership(large, probe_of()))
         # the sets in the order of the parts: the product sums the same terms exactly
         order = np.concatenate([small, large])
-        membership = csr_matrix(vstack(parts, format="csr"), dtype=np.int64)  # sets x atoms, 0/1
+        # sets x atoms, 0/1 (one part, most checks: no stacked copy of it)
+        membership = csr_matrix(parts[0] if len(parts) == 1 else vstack(parts, format="csr"), dtype=np.int64)
         picked = csr_matrix(coefficients[:, order], dtype=np.int64)
         if used.size <= _ONE_PRODUCT:
             # each entry sums at most used.size residues < 2**50: exact in int64
