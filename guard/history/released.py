@@ -16,6 +16,7 @@ from pyroaring import BitMap
 from scipy.sparse import csc_matrix, csr_matrix, vstack
 
 from guard.arrays import distinct
+from guard.history.boxes import BoxCodes
 from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
@@ -90,11 +91,12 @@ class ReleasedSets:
     """Released query sets (row i of M) over rows ``0 .. universe - 1``, with the
     caller's tag for each."""
 
-    def __init__(self, universe: int) -> None:
+    def __init__(self, universe: int, boxes: BoxCodes | None = None) -> None:
         self._sets: list[BitMap] = []
         self._tags: list[Hashable] = []
-        #: which sets hold each row, for the sets before the last few (``column``)
-        self._index = InvertedIndex(universe)
+        #: which sets hold each row, for the sets before the last few (``column``); with
+        #: ``boxes`` (the rows' dimension values) most sets are indexed as boxes
+        self._index = InvertedIndex(universe, boxes)
         #: the rows of the small sets, flat (``combinations``)
         self._rows = SmallSetRows(universe)
 
