@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import add_outer_mod, mul_mod, sum_mod
+from guard.history.modular import PRIME_BITS, add_outer_mod, mul_mod, sum_mod
 
 __all__ = ["DenseLines", "SparseLines", "accumulate"]
 
@@ -36,6 +36,8 @@ Residues = npt.NDArray[np.int64]
 
 _HALF = 25
 _LOW = (1 << _HALF) - 1
+#: residues below 2**50 one int64 sum may add: (2**13 - 1) of them stay below 2**63
+_ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
 # numpy's per-array overhead, counted in nbytes so that the memory figure is honest
 _ARRAY_OVERHEAD = 112
 
@@ -66,9 +68,9 @@ class SparseLines:
         self._index: list[Ids] = []
         self._value: list[Residues] = []
         self._nnz = 0
-        # every line as one CSR matrix in 25-bit halves (for products), and the lines
-        # changed since it was built (read from their own arrays until the next rebuild)
-        self._snapshot: tuple[csr_matrix, csr_matrix] | None = None
+        # every line as one CSR matrix of residues (for products), and the lines changed
+        # since it was built (read from their own arrays until the next rebuild)
+        self._snapshot: csr_matrix | None = None
         self._dirty: set[int] = set()
         self._spent = 0  # entries of changed lines read directly since the last rebuild
 
@@ -157,13 +159,20 @@ class SparseLines:
         if self._snapshot is None or self._spent > 2 * self._nnz:
             self._rebuild(size)
         assert self._snapshot is not None
-        high, low = self._snapshot
-        x = np.zeros(high.shape[1], dtype=np.float64)
-        x[columns[columns < x.size]] = 1.0
+        snapshot = self._snapshot
         out = np.zeros(count, dtype=np.int64)
-        high_sum = np.rint(high.dot(x)).astype(np.int64) % self.p
-        low_sum = np.rint(low.dot(x)).astype(np.int64) % self.p
-        out[: high.shape[0]] = (mul_mod(high_sum, (1 << _HALF) % self.p, self.p) + low_sum) % self.p
+        x = np.zeros(snapshot.shape[1], dtype=np.int64)
+        x[columns[columns < x.size]] = 1
+        if snapshot.shape[1] <= _ONE_PRODUCT:
+            # a line has at most one entry per column: at most _ONE_PRODUCT residues < 2**50
+            # add up to less than 2**63, so one int64 product is exact
+            sums = snapshot @ x % self.p
+        else:
+            pattern = (snapshot.indices, snapshot.indptr)
+            high = csr_matrix((snapshot.data >> _HALF, *pattern), shape=snapshot.shape)
+            low = csr_matrix((snapshot.data & _LOW, *pattern), shape=snapshot.shape)
+            sums = (mul_mod((high @ x) % self.p, (1 << _HALF) % self.p, self.p) + (low @ x) % self.p) % self.p
+        out[: snapshot.shape[0]] = sums
         if self._dirty:
             dirty = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))
             member = np.zeros(size, dtype=bool)
@@ -176,10 +185,7 @@ class SparseLines:
 
     def _rebuild(self, size: int) -> None:
         owner, index, value = self.triplets(np.arange(len(self._index), dtype=np.int64))
-        shape = (len(self._index), size)
-        high = csr_matrix(((value >> _HALF).astype(np.float64), (owner, index)), shape=shape)
-        low = csr_matrix(((value & _LOW).astype(np.float64), (owner, index)), shape=shape)
-        self._snapshot = (high, low)
+        self._snapshot = csr_matrix((value, (owner, index)), shape=(len(self._index), size), dtype=np.int64)
         self._dirty = set()
         self._spent = 0
 
@@ -195,8 +201,13 @@ class SparseLines:
         return owner, index, value
 
     def nbytes(self) -> int:
-        """Entries (16 bytes each: index and residue) and the arrays' own overhead."""
-        return 16 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+        """Entries (16 bytes each: index and residue), the arrays' own overhead, and the
+        snapshot (12 bytes an entry it holds)."""
+        lines = 16 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+        if self._snapshot is None:
+            return lines
+        snapshot = self._snapshot
+        return lines + int(snapshot.data.nbytes + snapshot.indices.nbytes + snapshot.indptr.nbytes)
 
 
 class DenseLines:

@@ -204,3 +204,29 @@ def test_lines_count_their_nonzeros() -> None:
     assert lines.dense(1, 3).tolist() == [0, 0, 5]  # 3 + 4 = 0 mod 7: dropped
     assert lines.dense(0, 3).tolist() == [0, 4, 5]
     assert lines.nnz == 3
+
+
+@pytest.mark.parametrize("size", [50, 9_000])
+def test_products_are_exact_mod_p(size: int) -> None:
+    """``SparseLines.product`` (one int64 product up to 8,191 columns, 25-bit halves
+    beyond) against sums of Python integers, with residues near p and lines changed
+    after the snapshot."""
+    p = (1 << 50) - 27  # prime, residues close to 2**50
+    rng = np.random.default_rng(size)
+    lines = SparseLines(p)
+    oracle: list[dict[int, int]] = []
+    for _ in range(12):
+        index = np.sort(rng.choice(size, size=min(size, 8_500), replace=False)).astype(np.int64)
+        value = p - 1 - rng.integers(0, 1000, index.size)
+        lines.append(index, value)
+        oracle.append(dict(zip(index.tolist(), value.tolist(), strict=True)))
+    for step in range(4):
+        columns = np.sort(rng.choice(size, size=int(rng.integers(1, size)), replace=False)).astype(np.int64)
+        expected = [sum(line.get(c, 0) for c in columns.tolist()) % p for line in oracle]
+        assert lines.product(columns, size).tolist() == expected, step
+        # a rank-one update after the snapshot: read from the changed lines directly
+        add_at = np.array([step], dtype=np.int64)
+        lines.add_outer(add_at, np.array([1]), np.array([0, size - 1]), np.array([p - 2, 5]))
+        for c, v in ((0, p - 2), (size - 1, 5)):
+            oracle[step][c] = (oracle[step].get(c, 0) + v) % p
+    assert lines.nbytes() > 16 * lines.nnz  # the snapshot is counted
