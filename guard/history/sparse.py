@@ -65,7 +65,9 @@ class SparseLines:
 
     def __init__(self, p: int) -> None:
         self.p = p
-        self._index: list[Ids] = []
+        # a line's indices are below its count of columns (the rank), kept in 32 bits:
+        # 12 bytes an entry instead of 16 (read back as int64)
+        self._index: list[npt.NDArray[np.int32]] = []
         self._value: list[Residues] = []
         self._nnz = 0
         # every line as one CSR matrix of residues (for products), and the lines changed
@@ -86,12 +88,12 @@ class SparseLines:
         index = _EMPTY_IDS if index is None else np.asarray(index, dtype=np.int64)
         value = _EMPTY_IDS if value is None else np.asarray(value, dtype=np.int64)
         self._dirty.add(len(self._index))
-        self._index.append(index)
+        self._index.append(_narrow(index))
         self._value.append(value)
         self._nnz += int(index.size)
 
     def line(self, i: int) -> tuple[Ids, Residues]:
-        return self._index[i], self._value[i]
+        return self._index[i].astype(np.int64), self._value[i]
 
     def dense(self, i: int, size: int) -> Residues:
         out = np.zeros(size, dtype=np.int64)
@@ -137,7 +139,7 @@ class SparseLines:
         self._dirty.update(lines.tolist())
         for t, i in enumerate(lines.tolist()):
             # copies, so that no line keeps this call's whole arrays alive
-            self._index[i] = index_of[bounds[t] : bounds[t + 1]].copy()
+            self._index[i] = _narrow(index_of[bounds[t] : bounds[t + 1]])
             self._value[i] = summed[bounds[t] : bounds[t + 1]].copy()
 
     def gather(self, lines: Ids, size: int) -> Residues:
@@ -196,14 +198,14 @@ class SparseLines:
             return _EMPTY_IDS, _EMPTY_IDS, _EMPTY_IDS
         sizes = np.fromiter((self._index[i].size for i in picked), dtype=np.int64, count=len(picked))
         owner = np.repeat(np.arange(len(picked), dtype=np.int64), sizes)
-        index = np.concatenate([self._index[i] for i in picked])
+        index = np.concatenate([self._index[i] for i in picked]).astype(np.int64)
         value = np.concatenate([self._value[i] for i in picked])
         return owner, index, value
 
     def nbytes(self) -> int:
-        """Entries (16 bytes each: index and residue), the arrays' own overhead, and the
+        """Entries (12 bytes each: index and residue), the arrays' own overhead, and the
         snapshot (12 bytes an entry it holds)."""
-        lines = 16 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+        lines = 12 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
         if self._snapshot is None:
             return lines
         snapshot = self._snapshot
@@ -213,8 +215,8 @@ class SparseLines:
 class DenseLines:
     """The same lines as :class:`SparseLines`, in one dense square array (its side grown
     by a quarter when full). Once M^-1 has filled in past half its entries the dense
-    array takes 8 bytes an entry against 16 (at most 1.6x the sparse lines' bytes with
-    the headroom, less once fuller) and its blocked rank-one update is faster, so the
+    array takes 8 bytes an entry against 24 for the lines and their snapshot (smaller
+    even with the headroom) and its blocked rank-one update is faster, so the
     basis switches to it (``basis.InverseBasis``); the values are the same."""
 
     def __init__(self, p: int, lines: SparseLines) -> None:
@@ -269,6 +271,13 @@ class DenseLines:
 
     def nbytes(self) -> int:
         return int(self._matrix.nbytes)
+
+
+def _narrow(index: Ids) -> npt.NDArray[np.int32]:
+    """A line's indices in 32 bits (a copy: no line keeps a caller's larger array alive)."""
+    if index.size and int(index.max()) >= 1 << 31:
+        raise OverflowError(f"index {int(index.max())} does not fit a line's 32 bits")
+    return index.astype(np.int32)
 
 
 def _grown(count: int) -> int:

@@ -230,3 +230,13 @@ def test_products_are_exact_mod_p(size: int) -> None:
         for c, v in ((0, p - 2), (size - 1, 5)):
             oracle[step][c] = (oracle[step].get(c, 0) + v) % p
     assert lines.nbytes() > 16 * lines.nnz  # the snapshot is counted
+
+
+def test_a_line_keeps_its_indices_in_32_bits() -> None:
+    lines = SparseLines(7)
+    lines.append(np.array([2, 5]), np.array([1, 6]))
+    index, value = lines.line(0)
+    assert index.dtype == np.int64 and index.tolist() == [2, 5] and value.tolist() == [1, 6]
+    assert lines.nbytes() < 16 * lines.nnz + 2 * 112 + 1  # 12 bytes an entry, no snapshot yet
+    with pytest.raises(OverflowError, match="32 bits"):
+        lines.append(np.array([1 << 31]), np.array([1]))
