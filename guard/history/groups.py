@@ -30,6 +30,7 @@ read query sets only (never values), so a refusal tells nothing the query sets d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -43,12 +44,14 @@ from guard.history.elimination import combine, combine_sparse, compacted, left_n
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
+from guard.history.released import ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.smallatoms import SmallAtoms, Units
 from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues, Step
 from guard.history.unitmatrix import UnitMatrix
+from guard.history.witness import TIDY_RANKED, WITNESS_RANKED, cleared, first_exchange, largest
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
@@ -90,6 +93,9 @@ class GroupFinding:
 
 _CLEAR = GroupFinding(GroupVerdict.CLEAR)
 
+#: which of the given atoms are small (``SmallAtoms.classifier``)
+SmallOf = Callable[[Ids], npt.NDArray[np.bool_]]
+
 
 class GroupSearch:
     """The group search of one audit state (see the module docstring).
@@ -117,6 +123,9 @@ class GroupSearch:
         #: the exact rows the last check read: (its step, positions, rows), the basis rows
         #: after that step, which ``tidy`` takes when the step was the release just made
         self._read: tuple[Step, Ids, csr_matrix] | None = None
+        #: the auditor's stored sets (from the checks' exposures), for ``tidy``'s reads
+        #: at a few atoms (``witness.py``)
+        self._sets: ReleasedSets | None = None
 
     def begin_answer(self) -> None:
         """A new answer's cells share ``MAX_ANSWER_NODES`` nodes of search from here."""
@@ -137,6 +146,9 @@ class GroupSearch:
             return _CLEAR  # phi = 0 on every combination: nothing new can be small
         if positions.size > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
+        self._sets = exposure.released
+        if self._witnessed(exposure, positions, novelty, small_of):
+            return _CLEAR  # what the peeling below would conclude, from a few atoms
         rows, work = exposure.rows_exactly(positions)  # sparse: positions x atoms
         if work > MAX_ROW_WORK or rows.nnz > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)
@@ -208,8 +220,10 @@ class GroupSearch:
         still = {q for q in tried if self._still_stuck(auditor, q, int(atoms[q]))}
         read = [q for q in tried if q not in still]
         rows = self._rows_read(auditor, read)
-        if rows is None and read:
+        if rows is None and read and self._sets is None:
             rows = auditor.basis_rows(np.array(read, dtype=np.int64))
+        # rows None: each position's row is read at the largest atoms first (``witness.py``)
+        ranked = largest(partition.sizes(), TIDY_RANKED) if rows is None and read else None
         row_of = {q: t for t, q in enumerate(read)}
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
@@ -217,28 +231,76 @@ class GroupSearch:
             if position in still:
                 self._stick(position, int(atoms[position]), auditor.rank, mark)
                 continue
-            assert rows is not None
-            row = rows[row_of[position]]
-            for atom, support, values in entered:
-                factor = int(row[atom])
-                if factor:
-                    row[support] = (row[support] - mul_mod(values, factor, p)) % p
-            candidates = np.flatnonzero(row)
-            candidates = candidates[~auditor.in_basis(candidates)]
-            large = candidates[~small_of(candidates)] if candidates.size else candidates
-            if large.size:
-                sizes = partition.sizes()[large]
-                chosen = int(large[int(np.argmax(sizes))])
+            if ranked is not None:
+                chosen = self._exchange_for(auditor, position, ranked, small_of)
+            else:
+                assert rows is not None
+                row = rows[row_of[position]]
+                for atom, support, values in entered:
+                    factor = int(row[atom])
+                    if factor:
+                        row[support] = (row[support] - mul_mod(values, factor, p)) % p
+                chosen = _largest_candidate(row, auditor, small_of)
+            if chosen >= 0:
                 auditor.exchange(position, chosen)
-                # scaled by a unit mod the prime: nonzero exactly where the row is, so
-                # only those entries are multiplied (the row spans every atom)
-                support = np.flatnonzero(row).astype(np.int64)
-                entered.append((chosen, support, mul_mod(row[support], inverse_mod(int(row[chosen]), p), p)))
+                if ranked is None:
+                    # scaled by a unit mod the prime: nonzero exactly where the row is, so
+                    # only those entries are multiplied (the row spans every atom)
+                    support = np.flatnonzero(row).astype(np.int64)
+                    scaled = mul_mod(row[support], inverse_mod(int(row[chosen]), p), p)
+                    entered.append((chosen, support, scaled))
                 self._stuck_atom[position] = -1
                 moved += 1
             else:
                 self._stick(position, int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
+
+    def _witnessed(self, exposure: Exposure, positions: Ids, novelty: Residues, small_of: SmallOf) -> bool:
+        """Whether the check ends CLEAR at its peeling, shown by its rows at a few of the
+        largest large atoms (``witness.cleared``). Tried only where reading every atom
+        could not end over its budget first: the sets it would read (the coefficients'
+        columns) within ``MAX_ROW_WORK``, positions x atoms (a bound on the rows'
+        nonzeros) within ``MAX_ROW_ENTRIES``."""
+        coefficients = exposure.coefficients(positions)
+        work = distinct(coefficients.indices).size
+        if not work or work > MAX_ROW_WORK or positions.size * exposure.atom_count > MAX_ROW_ENTRIES:
+            return False
+        partition, cut = exposure.partition, exposure.step.cut
+        sizes = partition.sizes()
+        sizes[cut.split] = -1  # ranked: committed atoms the query does not cut, outside the basis
+        sizes[exposure.basis.atoms] = -1
+        ranked = largest(sizes, WITNESS_RANKED)
+        ranked = ranked[sizes[ranked] > 0]
+        ranked = ranked[~small_of(ranked)]
+
+        def inside(atoms: Ids) -> Residues:
+            return np.isin(atoms, cut.whole).astype(np.int64)
+
+        representatives = partition.representatives
+        return cleared(exposure.released, coefficients, novelty, ranked, representatives, inside, exposure.p)
+
+    def _exchange_for(self, auditor: SpanAuditor, position: int, ranked: Ids, small_of: SmallOf) -> int:
+        """The atom ``tidy`` exchanges for ``position`` (-1: none): its row read at the
+        largest atoms first (``witness.first_exchange``), else read whole. Either read is
+        of the basis as it is now, which is the row ``tidy`` updates through its earlier
+        exchanges."""
+        assert self._sets is not None
+        partition = auditor.partition
+
+        def candidates(atoms: Ids) -> Ids:
+            atoms = atoms[~auditor.in_basis(atoms)]
+            return atoms[~small_of(atoms)] if atoms.size else atoms
+
+        coefficients = auditor.inverse_row(position)
+        index = np.flatnonzero(coefficients).astype(np.int64)
+        line = (index, coefficients[index])
+        found = first_exchange(
+            self._sets, line, auditor.rank, ranked, candidates, partition.representatives, auditor.prime
+        )
+        if found is not None and (found >= 0 or ranked.size == partition.atom_count):
+            return found
+        row = auditor.basis_rows(np.array([position], dtype=np.int64))[0]
+        return _largest_candidate(row, auditor, small_of)
 
     def _still_stuck(self, auditor: SpanAuditor, position: int, atom: int) -> bool:
         """The position was stuck with this atom and its row of M^-1 has not changed since."""
@@ -321,3 +383,14 @@ class GroupSearch:
         support = every[every_set == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._small.counter.units(rows), sensitive=True)
+
+
+def _largest_candidate(row: Residues, auditor: SpanAuditor, small_of: SmallOf) -> int:
+    """The largest large non-basis atom where ``row`` is nonzero (the first by id among
+    equal sizes), or -1."""
+    candidates = np.flatnonzero(row)
+    candidates = candidates[~auditor.in_basis(candidates)]
+    large = candidates[~small_of(candidates)] if candidates.size else candidates
+    if not large.size:
+        return -1
+    return int(large[int(np.argmax(auditor.partition.sizes()[large]))])
