@@ -51,7 +51,7 @@ from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues, Step
 from guard.history.unitmatrix import UnitMatrix
-from guard.history.witness import TIDY_RANKED, WITNESS_RANKED, cleared, first_exchange, largest
+from guard.history.witness import TIDY_RANKED, first_exchange, largest, witnessed
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
@@ -147,7 +147,7 @@ class GroupSearch:
         if positions.size > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         self._sets = exposure.released
-        if self._witnessed(exposure, positions, novelty, small_of):
+        if witnessed(exposure, positions, novelty, small_of, MAX_ROW_WORK, MAX_ROW_ENTRIES):
             return _CLEAR  # what the peeling below would conclude, from a few atoms
         rows, work = exposure.rows_exactly(positions)  # sparse: positions x atoms
         if work > MAX_ROW_WORK or rows.nnz > MAX_ROW_ENTRIES:
@@ -254,30 +254,6 @@ class GroupSearch:
             else:
                 self._stick(position, int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
-
-    def _witnessed(self, exposure: Exposure, positions: Ids, novelty: Residues, small_of: SmallOf) -> bool:
-        """Whether the check ends CLEAR at its peeling, shown by its rows at a few of the
-        largest large atoms (``witness.cleared``). Tried only where reading every atom
-        could not end over its budget first: the sets it would read (the coefficients'
-        columns) within ``MAX_ROW_WORK``, positions x atoms (a bound on the rows'
-        nonzeros) within ``MAX_ROW_ENTRIES``."""
-        coefficients = exposure.coefficients(positions)
-        work = distinct(coefficients.indices).size
-        if not work or work > MAX_ROW_WORK or positions.size * exposure.atom_count > MAX_ROW_ENTRIES:
-            return False
-        partition, cut = exposure.partition, exposure.step.cut
-        sizes = partition.sizes()
-        sizes[cut.split] = -1  # ranked: committed atoms the query does not cut, outside the basis
-        sizes[exposure.basis.atoms] = -1
-        ranked = largest(sizes, WITNESS_RANKED)
-        ranked = ranked[sizes[ranked] > 0]
-        ranked = ranked[~small_of(ranked)]
-
-        def inside(atoms: Ids) -> Residues:
-            return np.isin(atoms, cut.whole).astype(np.int64)
-
-        representatives = partition.representatives
-        return cleared(exposure.released, coefficients, novelty, ranked, representatives, inside, exposure.p)
 
     def _exchange_for(self, auditor: SpanAuditor, position: int, ranked: Ids, small_of: SmallOf) -> int:
         """The atom ``tidy`` exchanges for ``position`` (-1: none): its row read at the

@@ -32,15 +32,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
 from guard.arrays import distinct
+from guard.history.exposure import Exposure
 from guard.history.modular import mul_mod
 from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids, Residues
 
-__all__ = ["TIDY_RANKED", "WITNESS_RANKED", "cleared", "first_exchange", "largest", "values_at"]
+__all__ = ["TIDY_RANKED", "cleared", "first_exchange", "largest", "values_at", "witnessed"]
 
 #: the largest atoms a check ranks for witnesses (before keeping the large non-basis ones)
 WITNESS_RANKED = 2048
@@ -84,27 +86,74 @@ def values_at(released: ReleasedSets, coefficients: csr_matrix, rows: RowIds, p:
     return total
 
 
+def witnessed(
+    exposure: Exposure,
+    positions: Ids,
+    novelty: Residues,
+    small_of: Callable[[Ids], npt.NDArray[np.bool_]],
+    max_work: int,
+    max_entries: int,
+) -> bool:
+    """Whether the group check of ``exposure`` at ``positions`` (``novelty`` theirs)
+    ends CLEAR at its peeling, shown by ``cleared`` at the query's atoms, then at the
+    largest others. Tried only where reading every
+    atom could not end over the check's budget first: the sets it would read (the
+    coefficients' columns) within ``max_work``, positions x atoms (a bound on the rows'
+    nonzeros) within ``max_entries``."""
+    coefficients = exposure.coefficients(positions)
+    work = distinct(coefficients.indices).size
+    if not work or work > max_work or positions.size * exposure.atom_count > max_entries:
+        return False
+    partition, cut = exposure.partition, exposure.step.cut
+    released, representatives = exposure.released, partition.representatives
+    # candidates, most likely first (measured: the lonely columns are mostly the query's
+    # atoms): its whole atoms and the parts of those it cuts, then the largest others;
+    # each as (the atom after the query, its atom before, inside the query)
+    sizes = partition.sizes()
+    in_basis = np.zeros(sizes.size, dtype=bool)
+    in_basis[exposure.basis.atoms] = True
+    whole = cut.whole[~in_basis[cut.whole]]
+    whole = whole[np.argsort(-sizes[whole], kind="stable")]
+    after = np.concatenate([whole, cut.children, cut.split]).astype(np.int64)
+    before = np.concatenate([whole, cut.split, cut.split]).astype(np.int64)
+    inside = np.zeros(after.size, dtype=bool)
+    inside[: whole.size + cut.children.size] = True
+    large = ~small_of(after)
+    if cleared(released, coefficients, novelty, before[large], inside[large], representatives, exposure.p):
+        return True
+    sizes[cut.split] = -1
+    sizes[cut.whole] = -1
+    sizes[in_basis] = -1
+    others = largest(sizes, WITNESS_RANKED)
+    others = others[sizes[others] > 0]
+    others = others[~small_of(others)]
+    outside = np.zeros(others.size, dtype=bool)
+    return cleared(released, coefficients, novelty, others, outside, representatives, exposure.p)
+
+
 def cleared(
     released: ReleasedSets,
     coefficients: csr_matrix,
     novelty: Residues,
-    ranked: Ids,
+    before: Ids,
+    inside: npt.NDArray[np.bool_],
     representatives: Callable[[Ids], RowIds],
-    inside: Callable[[Ids], Residues],
     p: int,
 ) -> bool:
     """Whether every row with a nonzero ``novelty`` is the only nonzero row at one of
-    the atoms ``ranked`` (large atoms, read in this order, ``_BATCH`` at a time, at most
-    ``_MOST_WITNESSED``): then the check's peeling drops each of them, and it ends CLEAR.
+    the candidate columns (large atoms after the query, read in their order, ``_BATCH``
+    at a time, at most ``_MOST_WITNESSED``): then the check's peeling drops each of
+    them, and it ends CLEAR.
 
-    ``coefficients`` (positions x earlier sets) give the rows on the atoms before the
-    query; ``inside(atoms)`` is 1 where an atom is inside the query (the rows gain
-    ``novelty`` there); ``representatives(atoms)`` one row of each (distinct)."""
+    A candidate is given by the atom it is part of before the query (``before``: the
+    rows' values on the earlier sets are that atom's, from ``coefficients``, positions x
+    earlier sets) and whether it is inside the query (``inside``: the rows gain
+    ``novelty`` there); ``representatives(atoms)`` gives one row of each atom."""
     waiting = np.flatnonzero(novelty)
-    for start in range(0, min(ranked.size, _MOST_WITNESSED), _BATCH):
-        atoms = ranked[start : start + _BATCH]
-        values = values_at(released, coefficients, representatives(atoms), p)
-        values = (values + novelty[:, None] * inside(atoms)[None, :]) % p
+    for start in range(0, min(before.size, _MOST_WITNESSED), _BATCH):
+        atoms, where = np.unique(before[start : start + _BATCH], return_inverse=True)
+        values = values_at(released, coefficients, representatives(atoms), p)[:, where]
+        values = (values + novelty[:, None] * inside[start : start + _BATCH][None, :]) % p
         nonzero = values != 0
         alone = nonzero & (nonzero.sum(axis=0) == 1)[None, :]
         waiting = waiting[~alone[waiting].any(axis=1)]
