@@ -15,7 +15,10 @@ touches no atom holding k or more units, so only the basis positions whose atom 
 disclosed. Otherwise, with X the exact rows of those m positions (``exposure.py``):
 
 1. the combinations c with c^T X = 0 on every large atom form the left null space of an
-   m x (large atoms) matrix, found by elimination mod p; if it is {0}, nothing can be;
+   m x (large atoms) matrix, found by elimination mod p; if it is {0}, nothing can be
+   (a row alone nonzero in a large column is in none: when each row with a nonzero
+   coefficient on the new query is, shown at a few atoms by ``witness.py``, the check
+   ends CLEAR without reading X on every atom);
 2. a combination is new iff its coefficient on the new query (c . novelty) is nonzero;
 3. any vector is a combination of *circuits* (vectors of minimal support) with supports
    inside its own, so the smallest group is found among the circuits, one per choice of
@@ -184,8 +187,11 @@ class GroupSearch:
         atom can take their place (its row is nonzero there), so that the positions the
         next check must read exactly stay few. Returns the number of exchanges.
 
-        The rows of the positions tried are read together (one pass over the stored
-        sets, ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
+        The rows of the positions tried are those the release's check read, else, after a
+        check that read none (cleared by witnesses), each is read at the largest atoms
+        first (``witness.first_exchange``: the same atom as reading it whole, from the
+        basis as it is then), else read together (one pass over the stored sets,
+        ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
         not yet visited: after atom a enters at position j, M^-1 changes by
         -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
         R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
