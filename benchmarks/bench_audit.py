@@ -219,11 +219,13 @@ def _digest(text: str) -> str:
 
 
 def _state(guard: Guard) -> tuple[int, float]:
-    """The audit states' total rank and memory (MB: state plus stored query sets)."""
+    """The audit states' total rank and memory (MB: state plus stored query sets, and
+    once per table version the rows' codes its states' boxes are read by)."""
     assert guard.history is not None
     states = guard.history._states.values()
     rank = sum(s.auditor.rank for s in states)
-    return rank, sum(s.auditor.nbytes() + s.auditor.history_nbytes() for s in states) / 1e6
+    shared = sum(u.boxes.nbytes() for u in guard.history._universes.values() if u.boxes is not None)
+    return rank, (shared + sum(s.auditor.nbytes() + s.auditor.history_nbytes() for s in states)) / 1e6
 
 
 if __name__ == "__main__":

@@ -685,10 +685,8 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     steps["decide (rules, suppression, linked releases: none here)"] = lambda: decide(
         shape, grid, policy.protection, standalone(shape)
     )
-    ordering = getattr(protect_module, "_ordering", None)
-    if callable(ordering):
-        rows = [list(r) for r in answer.rows]
-        steps["protect._ordering (sort by keys / ORDER BY)"] = lambda: ordering(shape, rows)
+    rows = [list(r) for r in answer.rows]
+    steps["ordered_rows (ORDER BY, OFFSET, LIMIT)"] = lambda: protect_module.ordered_rows(shape, rows)
     steps["protect (controls + rows + flags + ordering + notes)"] = lambda: protect_module.protect(
         shape, grid, policy.protection
     )

@@ -54,6 +54,19 @@ def test_no_private_name_crosses_a_package() -> None:
     assert crossing == []
 
 
+def test_no_test_or_benchmark_imports_a_private_guard_name() -> None:
+    """STYLE.md: tests go through what a module offers (a helper worth testing on its own
+    is public, with its contract); patching a private name to break it on purpose is not
+    an import and stays allowed."""
+    crossing = []
+    for folder in ("tests", "benchmarks"):
+        for path in sorted((GUARD.parent / folder).rglob("*.py")):
+            for imported, name in _imports(path, path.stem):
+                if name and name.startswith("_") and not name.startswith("__"):
+                    crossing.append(f"{path.relative_to(GUARD.parent)} imports {imported}.{name}")
+    assert crossing == []
+
+
 def test_no_import_cycle_between_packages() -> None:
     edges: dict[str, set[str]] = {}
     for module, path in _modules().items():

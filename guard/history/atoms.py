@@ -94,6 +94,10 @@ class AtomPartition:
         self._unit_ptr: Ids = np.concatenate(
             [[0], np.cumsum(np.bincount(self._unit_of_row, minlength=self._unit_count))]
         ).astype(np.int64)
+        if self._one_row_per_unit:
+            # then a part's units are its rows, and nothing reads these (every history
+            # screen's partition: 32 bytes a finest cell of identity maps, not kept)
+            self._unit_of_row = self._rows_by_unit = self._unit_ptr = np.zeros(0, dtype=np.int64)
 
         self._atom_of_row: Ids = np.zeros(n_rows, dtype=np.int64)
         self._order: Ids = np.arange(n_rows, dtype=np.int64)

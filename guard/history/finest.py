@@ -32,6 +32,7 @@ from pyroaring import BitMap
 from sqlglot import exp
 
 from guard.backends.base import Backend, TableInfo
+from guard.history.boxes import BoxCodes
 from guard.history.keys import CellKey, normalized
 from guard.history.lineage import VersionRows
 from guard.plan.sql import where as _where
@@ -127,6 +128,7 @@ class FinestCells:
         self._one_row_per_unit = info.one_row_per_unit
         self._lock = threading.Lock()
         self._unit_offsets: Ids | None = None
+        self._box_codes: BoxCodes | None = None
         #: query sets by selection (``query_sets``), least recently used first
         self._sets: OrderedDict[Hashable, list[SpaceCells]] = OrderedDict()
         self._cached = 0  # finest-cell ids held in ``_sets``
@@ -214,6 +216,15 @@ class FinestCells:
     def rows(self, ids: Ids) -> int:
         """Rows in the union of finest cells ``ids``."""
         return int(self._rows[ids].sum())
+
+    @property
+    def box_codes(self) -> BoxCodes | None:
+        """Each cell's value on each dimension and measure's NULL-ness, numbered, for the
+        released sets' boxes (None: the table has no such column)."""
+        with self._lock:
+            if self._box_codes is None and self._codes:
+                self._box_codes = BoxCodes.of(self._codes)
+            return self._box_codes
 
     def row_counts(self) -> Ids:
         """Rows of every finest cell (read-only)."""
@@ -341,6 +352,9 @@ class FinestCells:
                 },
             }
         )
+        # each cell's value per key column, numbered: the released sets' boxes (``boxes.py``)
+        columns = [*self._dimensions, *(_null_flag(m) for m in self._measures)]
+        self._codes = [pd.factorize(frame[c], use_na_sentinel=False)[0] for c in columns]
         casts = [f'"{_ID}"']
         casts += [f'CAST("{d}" AS {self._types.get(d, "VARCHAR")}) AS "{d}"' for d in self._dimensions]
         casts += [f'"{_null_flag(m)}"' for m in self._measures]

@@ -5,7 +5,11 @@ released sets hold the atom's representative row). A test per stored bitmap cost
 ~160 ns a set in Python, milliseconds a column at thousands of sets, so the sets are
 indexed in blocks once ``BLOCK`` of them wait (the last few are tested one by one).
 
-Each set is indexed in the cheaper of two forms, so the index never costs more than
+A set that is a box over the finest cells (``boxes.py``: per dimension, the values its
+rows have, and no other row) is kept as one: a bit per value of each dimension. Every
+set of one data version's conjunctive queries is; the forms below are for the rest (sets
+over lineage pieces, tests). Each other set is indexed in the cheaper of two forms, so
+the index never costs more than
 N/8 bytes a set (N the rows; 512 bytes on tables of fewer than 4,096 rows). That is
 still more than the stored bitmaps, which runs compress (on 1M rows: lines of 20 KB
 against ~6 KB a bitmap), and the largest part of the audit state's growth (runs would
@@ -29,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
+from guard.history.boxes import BoxCodes, BoxIndex
 from guard.history.capacity import grown
 from guard.history.setrows import small_limit
 
@@ -44,8 +49,12 @@ class InvertedIndex:
     """The sets holding each of ``universe`` rows, for the first ``sets`` of a list of
     stored sets that only grows (``catch_up``)."""
 
-    def __init__(self, universe: int) -> None:
+    def __init__(self, universe: int, boxes: BoxCodes | None = None) -> None:
         self._universe = universe
+        if boxes is not None and boxes.rows != universe:
+            raise ValueError(f"the box codes label {boxes.rows} rows, not the {universe} indexed")
+        #: the box form (``boxes.py``), when the rows' dimension values are known
+        self._boxes = None if boxes is None else BoxIndex(boxes)
         self._width = (universe + 7) // 8  # bytes of a line of N bits
         self._small = small_limit(universe)  # rows of a set kept as pairs, at most
         #: the pair form: per block its rows (sorted), the set of each, and how many sets it covers
@@ -69,6 +78,10 @@ class InvertedIndex:
             rows = np.frombuffer(sets[i].to_array(), dtype=np.uint32)
             if rows.size and int(rows[-1]) >= self._universe:
                 raise ValueError(f"set {i} holds row {int(rows[-1])}, outside the {self._universe} rows")
+            # the cheapest form that holds the set exactly (a box only when it is one)
+            other = 64 * rows.size if rows.size <= self._small else self._universe
+            if self._boxes is not None and self._boxes.bits <= other and self._boxes.add(rows, i):
+                continue
             if rows.size <= self._small:
                 parts.append(rows)
                 owners.append(i)
@@ -83,6 +96,8 @@ class InvertedIndex:
         found = []
         if not 0 <= row < self._universe:
             return np.zeros(0, dtype=np.int64)
+        if self._boxes is not None:
+            found.append(self._boxes.holding(row))
         # the keys in the rows' own dtype: a tuple of ints would cast every block to int64
         keys = np.array((row, row + 1), dtype=np.uint32)
         for rows, owners, _ in self._blocks:
@@ -97,6 +112,8 @@ class InvertedIndex:
     def nbytes(self) -> int:
         """Memory of the index: its blocks of pairs and its arrays of lines (all allocated)."""
         pairs = sum(rows.nbytes + owners.nbytes for rows, owners, _ in self._blocks)
+        if self._boxes is not None:
+            pairs += self._boxes.nbytes()
         return pairs + sum(chunk.nbytes for chunk in self._chunks) + self._owners.nbytes
 
     def _add_line(self, rows: npt.NDArray[np.uint32], owner: int) -> None:

@@ -376,7 +376,7 @@ class HistoryScreen:
     def _state(self, rows: Universe, table: Table, info: TableInfo, space: str, scope: str) -> _State:
         key = (rows.key, table.name, space, scope)
         if key not in self._states:
-            auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64))
+            auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64), boxes=rows.boxes)
             flagged = sensitive_sets(self._flags(table, info), self._cells(table, info), rows, space)
             groups = GroupSearch(self.k, rows.cells, None if flagged is None else flagged.of)
             state = _State(auditor, groups, sensitive=flagged)

@@ -47,6 +47,7 @@ from scipy.sparse import csr_matrix
 
 from guard.history.atoms import AtomPartition, Refinement
 from guard.history.basis import DENSE_COLUMN, ZERO_COLUMN, Border, InverseBasis
+from guard.history.boxes import BoxCodes
 from guard.history.capacity import grown
 from guard.history.exposure import Exposure
 from guard.history.findings import AtomDisclosure, AtomView, DisclosureReport, SensitivePredicate
@@ -70,7 +71,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
     ``unit_of_row[rid]`` gives the privacy unit of each row id ``0 .. N-1``. ``prime``
     (tests only) must be a prime below 2**50; by default a secret one is drawn.
     ``copies`` is K, the number of independent random weightings. ``random_bytes`` is
-    the entropy source (``secrets.token_bytes``; tests may pass a seeded one).
+    the entropy source (``secrets.token_bytes``; tests may pass a seeded one). ``boxes``:
+    the rows' dimension values, to keep released sets small (``boxes.py``).
     Not thread-safe: the caller serializes decide-then-release per audit state.
     """
 
@@ -81,6 +83,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         prime: int | None = None,
         copies: int = 2,
         random_bytes: Callable[[int], bytes] = secrets.token_bytes,
+        boxes: BoxCodes | None = None,
     ) -> None:
         if copies < 1:
             raise ValueError(f"copies={copies}: at least one random weighting is needed")
@@ -97,7 +100,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         self._atom_weight[0] = self._row_weight.sum(axis=1, dtype=np.int64) % self._p
         self._basis_pos = np.full(16, -1, dtype=np.int64)  # per atom: its basis position, or -1
         self._basis = InverseBasis(self._p, copies)
-        self._released = ReleasedSets(n_rows)  # the independent released query sets: the rows of M
+        self._released = ReleasedSets(n_rows, boxes)  # the independent released query sets: the rows of M
         self._known = KnownSets(self._released)  # sets in the span: asked again, no step
         self._uncovered: int | None = 0  # the atom no released query touches (column 0)
         self._version = 0
@@ -210,8 +213,7 @@ class SpanAuditor(PairSearch, DisclosureReport):
         return values
 
     def inverse_row(self, position: int) -> Residues:
-        """Row ``position`` of M^-1: the coefficient of each independent released query
-        in the combination that gives basis atom ``position`` (its forensics)."""
+        """Row ``position`` of M^-1: each released query's coefficient for basis atom ``position``."""
         return self._basis.inverse_row(position)
 
     def atom_probe(self) -> Probe:
@@ -395,8 +397,6 @@ class SpanAuditor(PairSearch, DisclosureReport):
     def _opens_new_rows(self, cut: Refinement) -> bool:
         """The query covers rows no released query covers (so it cannot be implied)."""
         return self._uncovered is not None and (self._uncovered in cut.whole or self._uncovered in cut.split)
-
-    # -- committing ----------------------------------------------------------------------
 
     def _commit(self, step: Step, growth: Growth, tag: Hashable) -> None:
         cut = step.cut

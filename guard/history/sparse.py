@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import add_outer_mod, mul_mod, sum_mod
+from guard.history.modular import PRIME_BITS, add_outer_mod, mul_mod, sum_mod
 
 __all__ = ["DenseLines", "SparseLines", "accumulate"]
 
@@ -36,6 +36,8 @@ Residues = npt.NDArray[np.int64]
 
 _HALF = 25
 _LOW = (1 << _HALF) - 1
+#: residues below 2**50 one int64 sum may add: (2**13 - 1) of them stay below 2**63
+_ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
 # numpy's per-array overhead, counted in nbytes so that the memory figure is honest
 _ARRAY_OVERHEAD = 112
 
@@ -63,12 +65,14 @@ class SparseLines:
 
     def __init__(self, p: int) -> None:
         self.p = p
-        self._index: list[Ids] = []
+        # a line's indices are below its count of columns (the rank), kept in 32 bits:
+        # 12 bytes an entry instead of 16 (read back as int64)
+        self._index: list[npt.NDArray[np.int32]] = []
         self._value: list[Residues] = []
         self._nnz = 0
-        # every line as one CSR matrix in 25-bit halves (for products), and the lines
-        # changed since it was built (read from their own arrays until the next rebuild)
-        self._snapshot: tuple[csr_matrix, csr_matrix] | None = None
+        # every line as one CSR matrix of residues (for products), and the lines changed
+        # since it was built (read from their own arrays until the next rebuild)
+        self._snapshot: csr_matrix | None = None
         self._dirty: set[int] = set()
         self._spent = 0  # entries of changed lines read directly since the last rebuild
 
@@ -84,12 +88,12 @@ class SparseLines:
         index = _EMPTY_IDS if index is None else np.asarray(index, dtype=np.int64)
         value = _EMPTY_IDS if value is None else np.asarray(value, dtype=np.int64)
         self._dirty.add(len(self._index))
-        self._index.append(index)
+        self._index.append(_narrow(index))
         self._value.append(value)
         self._nnz += int(index.size)
 
     def line(self, i: int) -> tuple[Ids, Residues]:
-        return self._index[i], self._value[i]
+        return self._index[i].astype(np.int64), self._value[i]
 
     def dense(self, i: int, size: int) -> Residues:
         out = np.zeros(size, dtype=np.int64)
@@ -135,7 +139,7 @@ class SparseLines:
         self._dirty.update(lines.tolist())
         for t, i in enumerate(lines.tolist()):
             # copies, so that no line keeps this call's whole arrays alive
-            self._index[i] = index_of[bounds[t] : bounds[t + 1]].copy()
+            self._index[i] = _narrow(index_of[bounds[t] : bounds[t + 1]])
             self._value[i] = summed[bounds[t] : bounds[t + 1]].copy()
 
     def gather(self, lines: Ids, size: int) -> Residues:
@@ -157,13 +161,20 @@ class SparseLines:
         if self._snapshot is None or self._spent > 2 * self._nnz:
             self._rebuild(size)
         assert self._snapshot is not None
-        high, low = self._snapshot
-        x = np.zeros(high.shape[1], dtype=np.float64)
-        x[columns[columns < x.size]] = 1.0
+        snapshot = self._snapshot
         out = np.zeros(count, dtype=np.int64)
-        high_sum = np.rint(high.dot(x)).astype(np.int64) % self.p
-        low_sum = np.rint(low.dot(x)).astype(np.int64) % self.p
-        out[: high.shape[0]] = (mul_mod(high_sum, (1 << _HALF) % self.p, self.p) + low_sum) % self.p
+        x = np.zeros(snapshot.shape[1], dtype=np.int64)
+        x[columns[columns < x.size]] = 1
+        if snapshot.shape[1] <= _ONE_PRODUCT:
+            # a line has at most one entry per column: at most _ONE_PRODUCT residues < 2**50
+            # add up to less than 2**63, so one int64 product is exact
+            sums = snapshot @ x % self.p
+        else:
+            pattern = (snapshot.indices, snapshot.indptr)
+            high = csr_matrix((snapshot.data >> _HALF, *pattern), shape=snapshot.shape)
+            low = csr_matrix((snapshot.data & _LOW, *pattern), shape=snapshot.shape)
+            sums = (mul_mod((high @ x) % self.p, (1 << _HALF) % self.p, self.p) + (low @ x) % self.p) % self.p
+        out[: snapshot.shape[0]] = sums
         if self._dirty:
             dirty = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))
             member = np.zeros(size, dtype=bool)
@@ -176,10 +187,7 @@ class SparseLines:
 
     def _rebuild(self, size: int) -> None:
         owner, index, value = self.triplets(np.arange(len(self._index), dtype=np.int64))
-        shape = (len(self._index), size)
-        high = csr_matrix(((value >> _HALF).astype(np.float64), (owner, index)), shape=shape)
-        low = csr_matrix(((value & _LOW).astype(np.float64), (owner, index)), shape=shape)
-        self._snapshot = (high, low)
+        self._snapshot = csr_matrix((value, (owner, index)), shape=(len(self._index), size), dtype=np.int64)
         self._dirty = set()
         self._spent = 0
 
@@ -190,20 +198,25 @@ class SparseLines:
             return _EMPTY_IDS, _EMPTY_IDS, _EMPTY_IDS
         sizes = np.fromiter((self._index[i].size for i in picked), dtype=np.int64, count=len(picked))
         owner = np.repeat(np.arange(len(picked), dtype=np.int64), sizes)
-        index = np.concatenate([self._index[i] for i in picked])
+        index = np.concatenate([self._index[i] for i in picked]).astype(np.int64)
         value = np.concatenate([self._value[i] for i in picked])
         return owner, index, value
 
     def nbytes(self) -> int:
-        """Entries (16 bytes each: index and residue) and the arrays' own overhead."""
-        return 16 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+        """Entries (12 bytes each: index and residue), the arrays' own overhead, and the
+        snapshot (12 bytes an entry it holds)."""
+        lines = 12 * self._nnz + 2 * _ARRAY_OVERHEAD * len(self._index)
+        if self._snapshot is None:
+            return lines
+        snapshot = self._snapshot
+        return lines + int(snapshot.data.nbytes + snapshot.indices.nbytes + snapshot.indptr.nbytes)
 
 
 class DenseLines:
     """The same lines as :class:`SparseLines`, in one dense square array (its side grown
     by a quarter when full). Once M^-1 has filled in past half its entries the dense
-    array takes 8 bytes an entry against 16 (at most 1.6x the sparse lines' bytes with
-    the headroom, less once fuller) and its blocked rank-one update is faster, so the
+    array takes 8 bytes an entry against 24 for the lines and their snapshot (smaller
+    even with the headroom) and its blocked rank-one update is faster, so the
     basis switches to it (``basis.InverseBasis``); the values are the same."""
 
     def __init__(self, p: int, lines: SparseLines) -> None:
@@ -258,6 +271,13 @@ class DenseLines:
 
     def nbytes(self) -> int:
         return int(self._matrix.nbytes)
+
+
+def _narrow(index: Ids) -> npt.NDArray[np.int32]:
+    """A line's indices in 32 bits (a copy: no line keeps a caller's larger array alive)."""
+    if index.size and int(index.max()) >= 1 << 31:
+        raise OverflowError(f"index {int(index.max())} does not fit a line's 32 bits")
+    return index.astype(np.int32)
 
 
 def _grown(count: int) -> int:

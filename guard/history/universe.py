@@ -16,6 +16,7 @@ import numpy.typing as npt
 from pyroaring import BitMap
 
 from guard.backends.base import Backend
+from guard.history.boxes import BoxCodes
 from guard.history.finest import FinestCells
 from guard.history.lineage import Lineage, VersionRows
 
@@ -61,6 +62,8 @@ class Universe:
     lineage: Lineage | None
     #: the current version's identities, being stored in the background (None: stored)
     storing: Future[None] | None = None
+    #: the rows' dimension values, when the rows are one version's finest cells (``boxes.py``)
+    boxes: BoxCodes | None = None
 
     def ready(self) -> None:
         """Wait until the current version's identities are stored: before anything released
@@ -95,9 +98,9 @@ def universe(finest: FinestCells, backend: Backend, store: HistoryStore, backgro
             keep()
 
         if not stored:
-            return Universe((version,), finest, version, None, background.submit(keep_only))
+            return Universe((version,), finest, version, None, background.submit(keep_only), finest.box_codes)
         stored.append((version, keep()))
     if len(stored) == 1:
-        return Universe((version,), finest, version, None)
+        return Universe((version,), finest, version, None, boxes=finest.box_codes)
     lineage = Lineage([VersionRows.from_blob(v, b) for v, b in stored])
     return Universe(lineage.versions, lineage, version, lineage)

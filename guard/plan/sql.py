@@ -27,6 +27,10 @@ def column(name: str) -> exp.Column:
 
 
 def grouping_id(shape: QueryShape, capabilities: Capabilities = DUCKDB_CAPABILITIES) -> exp.Expr:
+    """The grouping bitmask of a row, aliased ``GID``: one bit per GROUP BY key, the
+    first key the most significant, set when the row's grouping set rolls the key up
+    (standard ``GROUPING(k1, ..., kn)``). For engines whose GROUPING() takes one key
+    (``capabilities.single_key_grouping``) the same mask as a sum of one-key terms."""
     keys: list[exp.Expr] = [column(k) for k in shape.group_by]
     if not capabilities.single_key_grouping or len(keys) < 2:
         return exp.alias_(exp.Grouping(expressions=keys), GID, quoted=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Set
 import numpy as np
 from scipy import sparse
 
-from guard.suppression.entries import positions
+from guard.suppression.entries import column_product
 from guard.suppression.table import Key, Table
 
 __all__ = ["Certificates"]
@@ -65,7 +65,7 @@ class Certificates:
             return False
         if np.any(values > self._up[support] + tol) or np.any(-values > self._down[support] + tol):
             return False
-        if np.abs(_product(self._columns, support, values)).max(initial=0.0) > tol:
+        if np.abs(column_product(self._columns, support, values)).max(initial=0.0) > tol:
             return False
         self._keep(support, values, moved)
         return True
@@ -182,15 +182,3 @@ class Certificates:
         for support, values in self.deviations(within=hidden):
             kept._keep(support, values)
         return kept
-
-
-def _product(columns: sparse.csc_matrix, support: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``columns[:, support] @ values`` without building the slice: each product added in
-    scipy's order (column by column, entries as stored; ``np.add.at`` adds in order), so
-    the same floating-point residual decides."""
-    pointer = columns.indptr
-    counts = pointer[support + 1] - pointer[support]
-    where = positions(pointer, support)
-    residual = np.zeros(columns.shape[0])
-    np.add.at(residual, columns.indices[where], columns.data[where] * np.repeat(values, counts))
-    return residual

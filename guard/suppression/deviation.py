@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from guard.arrays import distinct
 from guard.highs import LpResult, LpSolver, LpStatus, solve_lp
-from guard.suppression.entries import positions
+from guard.suppression.entries import entries, paired_arrays, submatrix, submatrix_arrays
 from guard.suppression.table import TOTAL, Key, Table
 
 __all__ = ["DeviationProblem", "cheapest_deviation"]
@@ -122,7 +121,7 @@ class DeviationProblem:
         # sets of cells as masks over the table: sorted and unique when read back, as
         # union1d / unique return them, without a sort per LP
         member = np.zeros(len(self.up_room), dtype=bool)
-        member[_entries(self.csr, rows)] = True
+        member[entries(self.csr, rows)] = True
         member[np.fromiter(seen, dtype=np.int64, count=len(seen))] = True
         if not hidden:
             return np.flatnonzero(member)
@@ -132,8 +131,8 @@ class DeviationProblem:
             member[hidden_ids] = True
             return np.flatnonzero(member)
         related = np.zeros(self.csr.shape[0], dtype=bool)
-        related[_entries(self.csc, np.flatnonzero(member))] = True
-        near = _entries(self.csr, np.flatnonzero(related))
+        related[entries(self.csc, np.flatnonzero(member))] = True
+        near = entries(self.csr, np.flatnonzero(related))
         mask = np.zeros(len(self.up_room), dtype=bool)
         mask[hidden_ids] = True
         member[near[mask[near]]] = True
@@ -234,8 +233,8 @@ def _restricted(
     lo_plus, hi_plus, lo_minus, hi_minus = bounds
     if not slack:
         # the common case, thousands of times a run: arrays straight to the kept solver
-        indptr, indices, data, rows = _submatrix_arrays(problem.csc, columns)
-        paired = _paired_arrays(indptr, indices, data)
+        indptr, indices, data, rows = submatrix_arrays(problem.csc, columns)
+        paired = paired_arrays(indptr, indices, data)
         cost = c[columns]
         res = problem.solver.solve(
             np.concatenate([cost, cost]),
@@ -245,7 +244,7 @@ def _restricted(
             np.concatenate([hi_plus[columns], hi_minus[columns]]),
         )
         return res, rows
-    part, rows = _submatrix(problem.csc, columns)
+    part, rows = submatrix(problem.csc, columns)
     eye = sparse.identity(len(rows), format="csc")
     res = solve_lp(
         np.concatenate([np.zeros(len(columns))] * 2 + [np.ones(len(rows))] * 2),
@@ -255,55 +254,6 @@ def _restricted(
         np.concatenate([hi_plus[columns], hi_minus[columns], np.full(2 * len(rows), np.inf)]),
     )
     return res, rows
-
-
-def _paired(part: sparse.csc_matrix) -> sparse.csc_matrix:
-    """``sparse.hstack([part, -part], format="csc")`` from the arrays: d+ then d-."""
-    indptr, indices, data = _paired_arrays(part.indptr, part.indices, part.data)
-    return sparse.csc_matrix((data, indices, indptr), shape=(part.shape[0], 2 * part.shape[1]))
-
-
-def _paired_arrays(
-    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The column-wise arrays (indptr, indices, data) of ``[part, -part]``."""
-    nnz = int(indptr[-1])
-    return (
-        np.concatenate([indptr, indptr[1:] + nnz]),
-        np.concatenate([indices, indices]),
-        np.concatenate([data, -data]),
-    )
-
-
-def _entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) -> np.ndarray:
-    """The minor indices stored in ``lines`` (rows of a CSR, columns of a CSC), in order:
-    ``matrix[lines].indices`` without building the matrix."""
-    found: np.ndarray = matrix.indices[positions(matrix.indptr, lines)]
-    return found
-
-
-def _submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_matrix, np.ndarray]:
-    """``csc[:, columns]`` restricted to the rows it touches, and those rows: the arrays
-    scipy's ``sub = csc[:, columns]; sub[np.unique(sub.indices)]`` builds (every entry
-    of each column kept in its stored order, rows renumbered in order), so the LP HiGHS
-    receives is the same, without scipy's general fancy indexing per LP."""
-    indptr, renumbered, data, rows = _submatrix_arrays(csc, columns)
-    return sparse.csc_matrix((data, renumbered, indptr), shape=(len(rows), len(columns))), rows
-
-
-def _submatrix_arrays(
-    csc: sparse.csc_matrix, columns: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_submatrix` as its arrays (indptr, indices, data) and rows, no matrix built."""
-    pointer = csc.indptr
-    counts = pointer[columns + 1] - pointer[columns]
-    where = positions(pointer, columns)
-    found = csc.indices[where]
-    rows = distinct(found)
-    indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)
-    np.cumsum(counts, out=indptr[1:])
-    renumbered = np.searchsorted(rows, found).astype(csc.indices.dtype)
-    return indptr, renumbered, csc.data[where], rows
 
 
 def _price(

@@ -1,6 +1,12 @@
 """Array work on a table's relation matrix that several LPs of the suppression share:
-where the entries of some lines are stored, and the parts that withheld cells form
-through the relations holding them."""
+where the entries of some lines are stored, the columns of some cells over the relations
+they touch (as scipy slices and stacks them, without its fancy indexing per LP), the
+product of some columns, and the parts that withheld cells form through the relations
+holding them.
+
+The slices and the product here return the same arrays, entry for entry and in the same
+order, as the scipy expression each docstring names: the LPs HiGHS receives, and so
+every deviation and every cell withheld, do not depend on which one built them."""
 
 from __future__ import annotations
 
@@ -8,7 +14,17 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["linked_labels", "positions"]
+from guard.arrays import distinct
+
+__all__ = [
+    "column_product",
+    "entries",
+    "linked_labels",
+    "paired_arrays",
+    "positions",
+    "submatrix",
+    "submatrix_arrays",
+]
 
 
 def positions(pointer: np.ndarray, lines: np.ndarray) -> np.ndarray:
@@ -22,6 +38,64 @@ def positions(pointer: np.ndarray, lines: np.ndarray) -> np.ndarray:
     offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     found: np.ndarray = np.repeat(starts, counts) + offsets
     return found
+
+
+def entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) -> np.ndarray:
+    """The minor indices stored in ``lines`` (rows of a CSR, columns of a CSC): the
+    columns each row holds, or the rows each column holds, line after line in stored
+    order, repeats kept. ``matrix[lines].indices`` (``matrix[:, lines].indices`` for a
+    CSC) without building that matrix."""
+    found: np.ndarray = matrix.indices[positions(matrix.indptr, lines)]
+    return found
+
+
+def submatrix(csc: sparse.csc_matrix, columns: np.ndarray) -> tuple[sparse.csc_matrix, np.ndarray]:
+    """``csc[:, columns]`` restricted to the rows it touches, and those rows (sorted): the
+    arrays scipy's ``sub = csc[:, columns]; sub[np.unique(sub.indices)]`` builds (every
+    entry of each column kept in its stored order, rows renumbered in order)."""
+    indptr, renumbered, data, rows = submatrix_arrays(csc, columns)
+    return sparse.csc_matrix((data, renumbered, indptr), shape=(len(rows), len(columns))), rows
+
+
+def submatrix_arrays(
+    csc: sparse.csc_matrix, columns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`submatrix` as its CSC arrays (indptr, indices, data) and its rows, no matrix
+    built: the form the kept HiGHS instance takes (``LpSolver.solve``)."""
+    pointer = csc.indptr
+    counts = pointer[columns + 1] - pointer[columns]
+    where = positions(pointer, columns)
+    found = csc.indices[where]
+    rows = distinct(found)
+    indptr = np.zeros(len(columns) + 1, dtype=csc.indptr.dtype)
+    np.cumsum(counts, out=indptr[1:])
+    renumbered = np.searchsorted(rows, found).astype(csc.indices.dtype)
+    return indptr, renumbered, csc.data[where], rows
+
+
+def paired_arrays(
+    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSC arrays (indptr, indices, data) of ``[part, -part]`` from those of ``part``:
+    ``sparse.hstack([part, -part], format="csc")``'s, the columns of d+ then of d-."""
+    nnz = int(indptr[-1])
+    return (
+        np.concatenate([indptr, indptr[1:] + nnz]),
+        np.concatenate([indices, indices]),
+        np.concatenate([data, -data]),
+    )
+
+
+def column_product(csc: sparse.csc_matrix, support: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``csc[:, support] @ values`` (a dense vector, one entry per row) without building
+    the slice: each product added in scipy's order (column by column, entries as stored;
+    ``np.add.at`` adds in order), so the result is the same floating-point vector."""
+    pointer = csc.indptr
+    counts = pointer[support + 1] - pointer[support]
+    where = positions(pointer, support)
+    residual = np.zeros(csc.shape[0])
+    np.add.at(residual, csc.indices[where], csc.data[where] * np.repeat(values, counts))
+    return residual
 
 
 def linked_labels(csc: sparse.csc_matrix, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

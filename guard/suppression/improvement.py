@@ -31,7 +31,7 @@ from guard.suppression.recombination import Recombined, crossed, recombine
 from guard.suppression.redundancy import drop_redundant
 from guard.suppression.table import Table
 
-__all__ = ["Improved", "improve"]
+__all__ = ["MASTER_CHECKS", "Improved", "improve"]
 
 #: the cut loop's master MILPs stop within 5 % of their optimum: each round is then
 #: several times cheaper, so more rounds fit in ``time_limit``, and its first complete
@@ -61,7 +61,7 @@ _MASTER_NODES = 500
 #: 8 x 8 x 8/2 (50,000 simplex iterations against its 12,000: one master ran on);
 #: at 100 (or 60) 8 x 8 x 8/2 ends at the same 88 cells, 8 s of loop instead of 10
 #: (session 18)
-_MASTER_CHECKS = 100
+MASTER_CHECKS = 100
 #: up to this many cells the local search runs from the pattern before the cut loop
 #: too, and the cheaper end is kept: from the cut loop's pattern it ended 3 cells above
 #: the other on one 8 x 8 x 8 table of three (86 against 83), and a second descent costs
@@ -128,7 +128,7 @@ def improve(
     # clock, stops it (guard/suppression/budget.py)
     above = size > opts.recombine_limit and crossed(table)
     if search and size <= opts.cut_limit:
-        better = _by_cuts(table, levels, costs, hidden, forced, kept, opts, _MASTER_CHECKS if above else None)
+        better = _by_cuts(table, levels, costs, hidden, forced, kept, opts, MASTER_CHECKS if above else None)
         if better is not None:
             starts.append((hidden, certificates))
             hidden, certificates, proven, by_milp = better.hidden, better.certificates, better.proven, True

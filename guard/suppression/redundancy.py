@@ -41,7 +41,7 @@ from guard.suppression.entries import linked_labels, positions
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
 
-__all__ = ["drop_redundant", "drop_redundant_below"]
+__all__ = ["DeviationLp", "drop_redundant", "drop_redundant_below"]
 
 
 def drop_redundant(
@@ -80,7 +80,7 @@ def drop_redundant_below(
     that keeps the result only below that cost (the local search) is spared the LPs
     of the rest, and decides as it would have. ``certificates`` is then left part-way.
     """
-    lp = _DeviationLp(table, costs)
+    lp = DeviationLp(table, costs)
     current = set(hidden)
     blocks = level_blocks(levels)
     # the deviation proving each level now: a cell none of them moves is published at once
@@ -117,7 +117,7 @@ def drop_redundant_below(
 
 
 def _witness(
-    lp: _DeviationLp,
+    lp: DeviationLp,
     certificates: Certificates,
     hidden: set[int],
     block: Block,
@@ -138,8 +138,14 @@ def _witness(
     return {int(i) for i in certificates.moves(k)}
 
 
-class _DeviationLp:
-    """The cheapest deviation moving one cell, over the withheld cells linked to it."""
+class DeviationLp:
+    """The cheapest deviation moving one cell, over the withheld cells linked to it: the
+    pruning's LP, one per pass (a table and its costs), asked for many trial patterns.
+
+    Its LP is the audit's over one component (:meth:`component`): every other cell
+    published, so a deviation exists iff the audit interval of the cell reaches the
+    level. The columns are the component's cells in sorted order, d+ then d-; the
+    relations those touch, in order; costs scaled by their largest (the same optimum)."""
 
     def __init__(self, table: Table, costs: np.ndarray) -> None:
         a, lb, ub = table.arrays
@@ -160,7 +166,7 @@ class _DeviationLp:
         #: the last pattern's components: (pattern, its cells sorted, their labels)
         self._labelled: tuple[frozenset[int], np.ndarray, np.ndarray] | None = None
 
-    def _component(self, hidden: set[int], p: int) -> np.ndarray:
+    def component(self, hidden: set[int], p: int) -> np.ndarray:
         """The withheld cells reachable from ``p`` through relations (the audit LP's
         component: other withheld cells cannot move with it), sorted.
 
@@ -180,10 +186,14 @@ class _DeviationLp:
     def solve(
         self, hidden: set[int], p: int, level: float, upward: bool
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(cells, deviation)`` or None (no deviation, or the solver gave up)."""
+        """The cheapest deviation moving ``p`` by ``level`` up (or down) with only the
+        cells of its component in ``hidden`` free: ``(cells, deviation)``, the component
+        (:meth:`component`) and each one's move, or None when ``p`` is not withheld, no
+        deviation within the bounds exists, or the solver gave up. Unchecked: the caller
+        keeps it only if :meth:`Certificates.add` accepts it."""
         if p not in hidden:
             return None
-        cells = self._component(hidden, p)
+        cells = self.component(hidden, p)
         k = len(cells)
         # the columns of ``cells`` over the relations they are in, as [part, -part],
         # gathered from the table's CSC arrays (scipy's slicing and stacking cost as

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from guard import Guard
+from guard.history.boxes import BoxIndex
 from guard.history.finest import FinestCells
 from guard.query.front import read_query
 
@@ -64,3 +65,24 @@ def test_disjoint_units_add_up_over_disjoint_cells(finest: FinestCells) -> None:
         a, b = np.sort(ids[:cut]), np.sort(ids[cut:])
         assert finest.units(a) + finest.units(b) == finest.units(ids)
         assert not finest.unit_ids(a) & finest.unit_ids(b)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT major, sex, COUNT(*) FROM students GROUP BY major, sex",
+        "SELECT class, COUNT(*) FROM students WHERE major IN ('EE', 'CS') AND sex <> 'F' GROUP BY class",
+        "SELECT COUNT(*) FROM students WHERE class BETWEEN 1978 AND 1980",
+        "SELECT sex, COUNT(*) FROM students WHERE major = 'EE' GROUP BY ROLLUP (sex)",
+    ],
+)
+def test_the_cells_of_conjunctive_queries_are_boxes(students: Guard, finest: FinestCells, sql: str) -> None:
+    """Every cell of an accepted query is a box over the finest cells (``boxes.py``), on the
+    count and on a measure's non-NULL rows: the released sets' index keeps them as boxes."""
+    codes = finest.box_codes
+    assert codes is not None and codes.rows == finest.count
+    spaces = [*SPACES, ("income", "income", frozenset({1}))]
+    for space in finest.query_sets(_shape(students, sql), spaces):
+        index = BoxIndex(codes)
+        for owner, ids in enumerate(space.cells.values()):
+            assert ids.size == 0 or index.add(ids, owner), (space.space, ids)

@@ -149,18 +149,23 @@ def test_filled_in_inverse_kept_dense_agrees_too(monkeypatch: pytest.MonkeyPatch
 def test_rows_read_from_the_bitmaps_agree_too(monkeypatch: pytest.MonkeyPatch, keep: int) -> None:
     """On these small tables every set's rows are kept (``setrows.py``) and its atoms read
     from them; with none kept (0), or only sets of up to 5 rows (both kinds in one
-    product), the others are read from their bitmaps: the same checks hold."""
+    product), the others are read from their bitmaps (those holding most atoms as the
+    atoms they do not hold): the same checks hold."""
     monkeypatch.setattr(setrows, "KEEP_UP_TO", keep)
-    read = []
+    read, flipped = [], []
     honest = ReleasedSets.membership
 
     def counted(self, sets, probe):  # type: ignore[no-untyped-def]
         read.append(len(sets))
-        return honest(self, sets, probe)
+        found = honest(self, sets, probe)
+        flipped.extend(found[2].tolist())
+        return found
 
     monkeypatch.setattr(ReleasedSets, "membership", counted)
     assert sum(_mismatches(seed) for seed in SEEDS) == 0
     assert read  # the bitmaps were read
+    # sets holding most atoms were read as their complement, and the others directly
+    assert any(flipped) and not all(flipped)
 
 
 def test_a_wrong_atom_of_a_kept_row_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,3 +209,39 @@ def test_lines_count_their_nonzeros() -> None:
     assert lines.dense(1, 3).tolist() == [0, 0, 5]  # 3 + 4 = 0 mod 7: dropped
     assert lines.dense(0, 3).tolist() == [0, 4, 5]
     assert lines.nnz == 3
+
+
+@pytest.mark.parametrize("size", [50, 9_000])
+def test_products_are_exact_mod_p(size: int) -> None:
+    """``SparseLines.product`` (one int64 product up to 8,191 columns, 25-bit halves
+    beyond) against sums of Python integers, with residues near p and lines changed
+    after the snapshot."""
+    p = (1 << 50) - 27  # prime, residues close to 2**50
+    rng = np.random.default_rng(size)
+    lines = SparseLines(p)
+    oracle: list[dict[int, int]] = []
+    for _ in range(12):
+        index = np.sort(rng.choice(size, size=min(size, 8_500), replace=False)).astype(np.int64)
+        value = p - 1 - rng.integers(0, 1000, index.size)
+        lines.append(index, value)
+        oracle.append(dict(zip(index.tolist(), value.tolist(), strict=True)))
+    for step in range(4):
+        columns = np.sort(rng.choice(size, size=int(rng.integers(1, size)), replace=False)).astype(np.int64)
+        expected = [sum(line.get(c, 0) for c in columns.tolist()) % p for line in oracle]
+        assert lines.product(columns, size).tolist() == expected, step
+        # a rank-one update after the snapshot: read from the changed lines directly
+        add_at = np.array([step], dtype=np.int64)
+        lines.add_outer(add_at, np.array([1]), np.array([0, size - 1]), np.array([p - 2, 5]))
+        for c, v in ((0, p - 2), (size - 1, 5)):
+            oracle[step][c] = (oracle[step].get(c, 0) + v) % p
+    assert lines.nbytes() > 16 * lines.nnz  # the snapshot is counted
+
+
+def test_a_line_keeps_its_indices_in_32_bits() -> None:
+    lines = SparseLines(7)
+    lines.append(np.array([2, 5]), np.array([1, 6]))
+    index, value = lines.line(0)
+    assert index.dtype == np.int64 and index.tolist() == [2, 5] and value.tolist() == [1, 6]
+    assert lines.nbytes() < 16 * lines.nnz + 2 * 112 + 1  # 12 bytes an entry, no snapshot yet
+    with pytest.raises(OverflowError, match="32 bits"):
+        lines.append(np.array([1 << 31]), np.array([1]))

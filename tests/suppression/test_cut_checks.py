@@ -71,7 +71,7 @@ def test_the_same_cells_twice_and_on_a_slow_clock(
     loaded = suppress(table, requirements, options=_ABOVE, seed=2)
     assert clock.now > 6.0
     assert first.suppressed == again.suppressed == loaded.suppressed
-    assert [c["checks"] for c in calls] == [improvement._MASTER_CHECKS] * 3
+    assert [c["checks"] for c in calls] == [improvement.MASTER_CHECKS] * 3
     assert not any(c["outcome"].timed_out for c in calls)
     # the loop improved the pattern (26 cells against 32 without it)
     without = suppress(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from guard.suppression.certificates import _product
-from guard.suppression.deviation import DeviationProblem, _entries, _paired, _submatrix
+from guard.suppression.deviation import DeviationProblem
+from guard.suppression.entries import column_product, entries, paired_arrays, submatrix
 from guard.suppression.table import TOTAL, Table
 
 
@@ -28,17 +28,16 @@ def test_the_restricted_matrix_is_scipys_array_for_array(table: Table, seed: int
         sub = csc[:, columns]
         rows = np.unique(sub.indices)
         expected = sub[rows]
-        part, found = _submatrix(csc, columns)
+        part, found = submatrix(csc, columns)
         assert (found == rows).all()
         assert part.shape == expected.shape
         for name in ("indptr", "indices", "data"):
             assert np.array_equal(getattr(part, name), getattr(expected, name)), name
         # as the LP receives it: [part, -part] stacked by columns
-        stacked = _paired(part)
+        stacked = paired_arrays(part.indptr, part.indices, part.data)
         reference = sparse.hstack([expected, -expected], format="csc")
-        assert stacked.shape == reference.shape
-        for name in ("indptr", "indices", "data"):
-            assert np.array_equal(getattr(stacked, name), getattr(reference, name)), name
+        for name, array in zip(("indptr", "indices", "data"), stacked, strict=True):
+            assert np.array_equal(array, getattr(reference, name)), name
 
 
 def test_the_entries_of_lines_are_scipys(table: Table) -> None:
@@ -50,7 +49,7 @@ def test_the_entries_of_lines_are_scipys(table: Table) -> None:
             expected = (
                 matrix[lines].indices if isinstance(matrix, sparse.csr_matrix) else matrix[:, lines].indices
             )
-            assert np.array_equal(_entries(matrix, lines), expected)
+            assert np.array_equal(entries(matrix, lines), expected)
 
 
 @pytest.mark.parametrize("distant", [True, False])
@@ -77,7 +76,7 @@ def test_a_certificates_residual_is_scipys_bit_for_bit(table: Table, seed: int) 
         support = np.sort(rng.choice(n, size=min(size, n), replace=False))
         values = rng.normal(scale=10.0 ** rng.integers(-3, 9), size=support.size)
         expected = csc[:, support] @ values
-        assert np.array_equal(_product(csc, support, values), expected)
+        assert np.array_equal(column_product(csc, support, values), expected)
 
 
 def _reference_start(
@@ -102,13 +101,13 @@ def _reference_start(
         line.sort(key=lambda i: costs[i])
         choices.append({key[j], TOTAL, *(problem.cell_keys[i][j] for i in line[:width])})
     seen.update(i for i in (problem.keys.get(k) for k in itertools.product(*choices)) if i is not None)
-    start = np.union1d(_entries(problem.csr, rows), np.fromiter(seen, dtype=int))
+    start = np.union1d(entries(problem.csr, rows), np.fromiter(seen, dtype=int))
     if not hidden:
         return start
     ids = np.fromiter(hidden, dtype=int, count=len(hidden))
     if distant:
         return np.union1d(start, ids)
-    near = np.unique(_entries(problem.csr, np.unique(_entries(problem.csc, start))))
+    near = np.unique(entries(problem.csr, np.unique(entries(problem.csc, start))))
     mask = np.zeros(len(problem.up_room), dtype=bool)
     mask[ids] = True
     return np.union1d(start, near[mask[near]])

@@ -14,12 +14,8 @@ import pytest
 from scipy import sparse
 
 from guard.highs import LpSolver, LpStatus, solve_lp
-from guard.suppression.deviation import (
-    DeviationProblem,
-    _paired_arrays,
-    _submatrix_arrays,
-    cheapest_deviation,
-)
+from guard.suppression.deviation import DeviationProblem, cheapest_deviation
+from guard.suppression.entries import paired_arrays, submatrix_arrays
 from guard.suppression.table import Table
 
 
@@ -39,9 +35,9 @@ def _lps(table: Table, seed: int) -> list[tuple[np.ndarray, sparse.csc_matrix, n
     lps = []
     for p in rng.choice(n, size=12, replace=False).tolist():
         columns = problem.start(p, costs, set(hidden.tolist()), distant=bool(rng.integers(2)))
-        indptr, indices, data, rows = _submatrix_arrays(table.csc, columns)
+        indptr, indices, data, rows = submatrix_arrays(table.csc, columns)
         paired = sparse.csc_matrix(
-            _paired_arrays(indptr, indices, data)[::-1], shape=(len(rows), 2 * len(columns))
+            paired_arrays(indptr, indices, data)[::-1], shape=(len(rows), 2 * len(columns))
         )
         k = len(columns)
         lower, upper = np.zeros(2 * k), np.concatenate([problem.up_room[columns], problem.down_room[columns]])

@@ -24,7 +24,7 @@ pytest.importorskip("pyspark")
 from pyspark.errors import PySparkException
 
 from guard.backends.spark_backend import SPARK_CAPABILITIES, SparkBackend, check_query
-from guard.plan.rewrite import _grouping_id
+from guard.plan.sql import grouping_id
 from guard.query.shape import QueryShape
 
 UKEY_SHIFT = 1 << 63
@@ -278,7 +278,7 @@ def test_grouping_of_several_columns(students_spark: Any) -> None:
         aggregates=(),
         outputs=(),
     )
-    mask = _grouping_id(shape, SPARK_CAPABILITIES)
+    mask = grouping_id(shape, SPARK_CAPABILITIES)
     assert "GROUPING(`sex`, `major`)" not in mask.sql("spark")
     tree = sqlglot.parse_one(
         "SELECT sex, major, COUNT(*) AS n FROM students "
