@@ -25,6 +25,7 @@ The target (issue 5) is an audit decision p50 <= 20 ms at 10,000 queries on 1M r
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import sys
 import tempfile
@@ -153,7 +154,7 @@ def main() -> None:
         window_start = 0
         times = args.times.open("w") if args.times else None
         if times:
-            print("query,audit_ms,audit_cpu_ms,request_ms,outcome", file=times, flush=True)
+            print("query,audit_ms,audit_cpu_ms,request_ms,outcome,decision", file=times, flush=True)
         print(
             f"{'window':>13} {'audit p50':>10} {'p95':>8} {'max':>8} {'request p50':>12} {'p95':>8} "
             f"{'rank':>6} {'state MB':>9}"
@@ -166,18 +167,20 @@ def main() -> None:
                 result = guard.query(sql, "alice")
             except GuardError as error:
                 outcome = "refused"
+                decision = _digest(str(error))
                 outcomes["of which over the search budget"] += "did not finish" in str(error)
             else:
                 withheld = any("history audit" in note for note in result.notes)
                 outcome = "withheld some" if withheld else "answered"
                 budget = any("did not finish" in note for note in result.notes)
                 outcomes["of which over the search budget"] += budget
+                decision = _digest(repr((result.rows, result.flags, result.notes)))
             outcomes[outcome] += 1
             total_ms.append((time.perf_counter() - began) * 1000)
             audit_ms.append(sets.last + screen.last)
             if times:
                 cpu = sets.last_cpu + screen.last_cpu
-                line = f"{n},{audit_ms[-1]:.3f},{cpu:.3f},{total_ms[-1]:.3f},{outcome}"
+                line = f"{n},{audit_ms[-1]:.3f},{cpu:.3f},{total_ms[-1]:.3f},{outcome},{decision}"
                 print(line, file=times, flush=True)
             if n % args.progress == 0:
                 recent = audit_ms[-args.progress :]
@@ -207,6 +210,12 @@ def main() -> None:
         if times:
             times.close()
         guard.close()
+
+
+def _digest(text: str) -> str:
+    """A short digest of an answer (its values, flags and notes) or of a refusal's
+    message: two runs on one seed decided alike iff every query's digest is equal."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _state(guard: Guard) -> tuple[int, float]:

@@ -139,6 +139,15 @@ class Exposure:
         inside[cut.children] = True
         return inside
 
+    def coefficients(self, positions: Ids) -> csr_matrix:
+        """Rows ``positions`` of M'^-1 on the r earlier queries: a sparse len(positions) x r
+        matrix of residues (no stored zeros). Its nonzero columns are the stored sets
+        ``rows_exactly`` reads (its work)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        v = self.basis.combine(self.step.in_query)
+        owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
+        return _reduced(csr_matrix((value, (owner, query)), shape=(positions.size, self.basis.rank)), self.p)
+
     def rows_exactly(self, positions: Ids) -> tuple[csr_matrix, int]:
         """Rows ``positions`` of M'^-1 A' on every atom after the query: a sparse
         len(positions) x atoms matrix of residues mod p (no stored zeros), and the work
@@ -152,9 +161,7 @@ class Exposure:
         old = cut.atom_count_before
         positions = np.asarray(positions, dtype=np.int64)
         m = positions.size
-        v = self.basis.combine(self.step.in_query)
-        owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
-        coefficients = _reduced(csr_matrix((value, (owner, query)), shape=(m, self.basis.rank)), p)
+        coefficients = self.coefficients(positions)
         on_old, used = self.released.combinations(  # m x old
             coefficients, lambda: self.probe, self.partition.atoms_at, old, p
         )

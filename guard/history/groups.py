@@ -15,7 +15,10 @@ touches no atom holding k or more units, so only the basis positions whose atom 
 disclosed. Otherwise, with X the exact rows of those m positions (``exposure.py``):
 
 1. the combinations c with c^T X = 0 on every large atom form the left null space of an
-   m x (large atoms) matrix, found by elimination mod p; if it is {0}, nothing can be;
+   m x (large atoms) matrix, found by elimination mod p; if it is {0}, nothing can be
+   (a row alone nonzero in a large column is in none: when each row with a nonzero
+   coefficient on the new query is, shown at a few atoms by ``witness.py``, the check
+   ends CLEAR without reading X on every atom);
 2. a combination is new iff its coefficient on the new query (c . novelty) is nonzero;
 3. any vector is a combination of *circuits* (vectors of minimal support) with supports
    inside its own, so the smallest group is found among the circuits, one per choice of
@@ -30,6 +33,7 @@ read query sets only (never values), so a refusal tells nothing the query sets d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -43,12 +47,14 @@ from guard.history.elimination import combine, combine_sparse, compacted, left_n
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
 from guard.history.modular import inverse_mod, mul_mod
+from guard.history.released import ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.smallatoms import SmallAtoms, Units
 from guard.history.smallgroup import smallest_group
 from guard.history.span import SpanAuditor
 from guard.history.steps import Ids, Residues, Step
 from guard.history.unitmatrix import UnitMatrix
+from guard.history.witness import TIDY_RANKED, first_exchange, largest, witnessed
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
@@ -90,6 +96,9 @@ class GroupFinding:
 
 _CLEAR = GroupFinding(GroupVerdict.CLEAR)
 
+#: which of the given atoms are small (``SmallAtoms.classifier``)
+SmallOf = Callable[[Ids], npt.NDArray[np.bool_]]
+
 
 class GroupSearch:
     """The group search of one audit state (see the module docstring).
@@ -117,6 +126,9 @@ class GroupSearch:
         #: the exact rows the last check read: (its step, positions, rows), the basis rows
         #: after that step, which ``tidy`` takes when the step was the release just made
         self._read: tuple[Step, Ids, csr_matrix] | None = None
+        #: the auditor's stored sets (from the checks' exposures), for ``tidy``'s reads
+        #: at a few atoms (``witness.py``)
+        self._sets: ReleasedSets | None = None
 
     def begin_answer(self) -> None:
         """A new answer's cells share ``MAX_ANSWER_NODES`` nodes of search from here."""
@@ -137,6 +149,9 @@ class GroupSearch:
             return _CLEAR  # phi = 0 on every combination: nothing new can be small
         if positions.size > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
+        self._sets = exposure.released
+        if witnessed(exposure, positions, novelty, small_of, MAX_ROW_WORK, MAX_ROW_ENTRIES):
+            return _CLEAR  # what the peeling below would conclude, from a few atoms
         rows, work = exposure.rows_exactly(positions)  # sparse: positions x atoms
         if work > MAX_ROW_WORK or rows.nnz > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)
@@ -172,8 +187,11 @@ class GroupSearch:
         atom can take their place (its row is nonzero there), so that the positions the
         next check must read exactly stay few. Returns the number of exchanges.
 
-        The rows of the positions tried are read together (one pass over the stored
-        sets, ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
+        The rows of the positions tried are those the release's check read, else, after a
+        check that read none (cleared by witnesses), each is read at the largest atoms
+        first (``witness.first_exchange``: the same atom as reading it whole, from the
+        basis as it is then), else read together (one pass over the stored sets,
+        ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
         not yet visited: after atom a enters at position j, M^-1 changes by
         -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
         R_i - R_i[a] R'_j with R'_j = R_j / x_j (x_i = R_i[a]). Exact mod p: the rows are
@@ -208,8 +226,10 @@ class GroupSearch:
         still = {q for q in tried if self._still_stuck(auditor, q, int(atoms[q]))}
         read = [q for q in tried if q not in still]
         rows = self._rows_read(auditor, read)
-        if rows is None and read:
+        if rows is None and read and self._sets is None:
             rows = auditor.basis_rows(np.array(read, dtype=np.int64))
+        # rows None: each position's row is read at the largest atoms first (``witness.py``)
+        ranked = largest(partition.sizes(), TIDY_RANKED) if rows is None and read else None
         row_of = {q: t for t, q in enumerate(read)}
         entered: list[tuple[int, Ids, Residues]] = []  # (atom, its row's support, values) per exchange
         moved = 0
@@ -217,28 +237,52 @@ class GroupSearch:
             if position in still:
                 self._stick(position, int(atoms[position]), auditor.rank, mark)
                 continue
-            assert rows is not None
-            row = rows[row_of[position]]
-            for atom, support, values in entered:
-                factor = int(row[atom])
-                if factor:
-                    row[support] = (row[support] - mul_mod(values, factor, p)) % p
-            candidates = np.flatnonzero(row)
-            candidates = candidates[~auditor.in_basis(candidates)]
-            large = candidates[~small_of(candidates)] if candidates.size else candidates
-            if large.size:
-                sizes = partition.sizes()[large]
-                chosen = int(large[int(np.argmax(sizes))])
+            if ranked is not None:
+                chosen = self._exchange_for(auditor, position, ranked, small_of)
+            else:
+                assert rows is not None
+                row = rows[row_of[position]]
+                for atom, support, values in entered:
+                    factor = int(row[atom])
+                    if factor:
+                        row[support] = (row[support] - mul_mod(values, factor, p)) % p
+                chosen = _largest_candidate(row, auditor, small_of)
+            if chosen >= 0:
                 auditor.exchange(position, chosen)
-                # scaled by a unit mod the prime: nonzero exactly where the row is, so
-                # only those entries are multiplied (the row spans every atom)
-                support = np.flatnonzero(row).astype(np.int64)
-                entered.append((chosen, support, mul_mod(row[support], inverse_mod(int(row[chosen]), p), p)))
+                if ranked is None:
+                    # scaled by a unit mod the prime: nonzero exactly where the row is, so
+                    # only those entries are multiplied (the row spans every atom)
+                    support = np.flatnonzero(row).astype(np.int64)
+                    scaled = mul_mod(row[support], inverse_mod(int(row[chosen]), p), p)
+                    entered.append((chosen, support, scaled))
                 self._stuck_atom[position] = -1
                 moved += 1
             else:
                 self._stick(position, int(atoms[position]), auditor.rank, auditor.basis_changes)
         return moved
+
+    def _exchange_for(self, auditor: SpanAuditor, position: int, ranked: Ids, small_of: SmallOf) -> int:
+        """The atom ``tidy`` exchanges for ``position`` (-1: none): its row read at the
+        largest atoms first (``witness.first_exchange``), else read whole. Either read is
+        of the basis as it is now, which is the row ``tidy`` updates through its earlier
+        exchanges."""
+        assert self._sets is not None
+        partition = auditor.partition
+
+        def candidates(atoms: Ids) -> Ids:
+            atoms = atoms[~auditor.in_basis(atoms)]
+            return atoms[~small_of(atoms)] if atoms.size else atoms
+
+        coefficients = auditor.inverse_row(position)
+        index = np.flatnonzero(coefficients).astype(np.int64)
+        line = (index, coefficients[index])
+        found = first_exchange(
+            self._sets, line, auditor.rank, ranked, candidates, partition.representatives, auditor.prime
+        )
+        if found is not None and (found >= 0 or ranked.size == partition.atom_count):
+            return found
+        row = auditor.basis_rows(np.array([position], dtype=np.int64))[0]
+        return _largest_candidate(row, auditor, small_of)
 
     def _still_stuck(self, auditor: SpanAuditor, position: int, atom: int) -> bool:
         """The position was stuck with this atom and its row of M^-1 has not changed since."""
@@ -321,3 +365,14 @@ class GroupSearch:
         support = every[every_set == number]
         rows = np.sort(np.concatenate([exposure.rows_of(int(a)) for a in support]))
         return GroupFinding(GroupVerdict.DISCLOSES, rows, self._small.counter.units(rows), sensitive=True)
+
+
+def _largest_candidate(row: Residues, auditor: SpanAuditor, small_of: SmallOf) -> int:
+    """The largest large non-basis atom where ``row`` is nonzero (the first by id among
+    equal sizes), or -1."""
+    candidates = np.flatnonzero(row)
+    candidates = candidates[~auditor.in_basis(candidates)]
+    large = candidates[~small_of(candidates)] if candidates.size else candidates
+    if not large.size:
+        return -1
+    return int(large[int(np.argmax(auditor.partition.sizes()[large]))])
