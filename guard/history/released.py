@@ -21,7 +21,6 @@ from guard.history.inverted import InvertedIndex
 from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
 from guard.history.setrows import SmallSetRows
-from guard.history.sparse import accumulate
 from guard.history.steps import Ids
 
 __all__ = ["Probe", "ReleasedSets"]
@@ -87,11 +86,6 @@ class Probe:
         found = np.frombuffer((stored & self.bitmap).to_array(), dtype=np.uint32)
         return self.slot[found]
 
-    def misses(self, stored: BitMap) -> npt.NDArray[np.int64]:
-        """The places in ``rows`` of the probed rows that ``stored`` does not hold, ascending."""
-        found = np.frombuffer((self.bitmap - stored).to_array(), dtype=np.uint32)
-        return self.slot[found]
-
 
 class ReleasedSets:
     """Released query sets (row i of M) over rows ``0 .. universe - 1``, with the
@@ -142,20 +136,14 @@ class ReleasedSets:
                 total %= p
         return total % p
 
-    def membership(self, sets: Ids, probe: Probe) -> tuple[Ids, npt.NDArray[np.int32], npt.NDArray[np.bool_]]:
-        """For each of ``sets``: how many of the probe's rows are listed, their places in
-        the caller's order (set after set; 32 bits, a CSR's own index type, so that scipy
-        neither scans nor copies them), and whether they are the rows it does *not* hold
-        (a set holding most of the probe lists its complement: fewer entries)."""
+    def membership(self, sets: Ids, probe: Probe) -> tuple[Ids, npt.NDArray[np.int32]]:
+        """For each of ``sets``: how many of the probe's rows it holds, and their places
+        in the caller's order, set after set (32 bits: a CSR's own index type, so that
+        scipy neither scans nor copies them)."""
         places = probe.order.astype(np.int32)
-        found, flipped = [], np.zeros(sets.size, dtype=bool)
-        half = probe.rows.size // 2
-        for t, i in enumerate(sets.tolist()):
-            stored = self._sets[i]
-            flipped[t] = stored.intersection_cardinality(probe.bitmap) > half
-            found.append(places[probe.misses(stored) if flipped[t] else probe.hits(stored)])
+        found = [places[probe.hits(self._sets[i])] for i in sets.tolist()]
         sizes = np.fromiter((f.size for f in found), dtype=np.int64, count=len(found))
-        return sizes, np.concatenate(found) if found else np.zeros(0, dtype=np.int32), flipped
+        return sizes, np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
 
     def weighted_rows(self, coefficients: csr_matrix, probe: Probe, p: int) -> npt.NDArray[np.int64]:
         """Dense: row i is, for each of the probe's rows (in the probe's sorted order), the
@@ -201,12 +189,11 @@ class ReleasedSets:
         # sets x atoms, 0/1: the small sets' rows, then the large sets', in one CSR (a
         # vstack of two was 10 % of a late check's samples)
         pointer, columns = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-        flipped = np.zeros(used.size, dtype=bool)  # rows listing the atoms a set does not hold
         if small.size:
             part = self._rows.incidence(small, atom_of, atoms)
             pointer, columns = part.indptr.astype(np.int64), part.indices.astype(np.int32, copy=False)
         if large.size:
-            sizes, held, flipped[small.size :] = self.membership(large, probe_of())
+            sizes, held = self.membership(large, probe_of())
             pointer = np.concatenate([pointer, pointer[-1] + np.cumsum(sizes)])
             columns = np.concatenate([columns, held])
         wide = int(pointer[-1]) >= 1 << 31  # over 2**31 entries scipy indexes in int64
@@ -216,23 +203,13 @@ class ReleasedSets:
         # the sets in the order of the rows: the product sums the same terms exactly
         order = np.concatenate([small, large])
         picked = csr_matrix(coefficients[:, order], dtype=np.int64)
-        # c [a in S] = c - c [a not in S]: a complemented set's coefficient is negated
-        # (p - c) and c is added to every atom of the row
-        negated = flipped[picked.indices]
-        line = np.repeat(np.arange(m, dtype=np.int64), np.diff(picked.indptr))
-        everywhere = accumulate(line[negated], picked.data[negated], m, p)
-        picked.data[negated] = p - picked.data[negated]
         if used.size <= _ONE_PRODUCT:
             # each entry sums at most used.size residues < 2**50: exact in int64
-            product = _reduced(picked @ membership, p)
-        else:
-            high = _halves(picked, picked.data >> _HALF) @ membership
-            low = _halves(picked, picked.data & _LOW) @ membership
-            high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
-            product = _reduced(high + low, p)
-        if everywhere.any():
-            product = _reduced(product + _spread(everywhere, atoms), p)
-        return product, int(used.size)
+            return _reduced(picked @ membership, p), int(used.size)
+        high = _halves(picked, picked.data >> _HALF) @ membership
+        low = _halves(picked, picked.data & _LOW) @ membership
+        high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
+        return _reduced(high + low, p), int(used.size)
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
         """Tags of the sets with a nonzero coefficient."""
@@ -253,16 +230,6 @@ _HALF = 25
 _LOW = (1 << _HALF) - 1
 #: stored sets one int64 product may sum: (2**13 - 1) residues below 2**50 stay below 2**63
 _ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
-
-
-def _spread(values: npt.NDArray[np.int64], width: int) -> csr_matrix:
-    """len(values) x ``width``: row i is ``values[i]`` in every column (rows of 0 empty)."""
-    rows = np.flatnonzero(values)
-    indptr = np.zeros(values.size + 1, dtype=np.int64)
-    indptr[rows + 1] = width
-    np.cumsum(indptr, out=indptr)
-    columns = np.tile(np.arange(width, dtype=np.int64), rows.size)
-    return csr_matrix((np.repeat(values[rows], width), columns, indptr), shape=(values.size, width))
 
 
 def _halves(matrix: csr_matrix, data: npt.NDArray[np.int64]) -> csr_matrix:

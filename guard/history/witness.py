@@ -78,10 +78,9 @@ def values_at(released: ReleasedSets, coefficients: csr_matrix, rows: RowIds, p:
     used = distinct(coefficients.indices).astype(np.int64)
     if not used.size or not rows.size:
         return np.zeros((m, rows.size), dtype=np.int64)
-    sizes, places, flipped = released.membership(used, Probe.of(rows))
+    sizes, places = released.membership(used, Probe.of(rows))
     member = np.zeros((used.size, rows.size), dtype=np.int64)  # sets x rows, 0/1
     member[np.repeat(np.arange(used.size), sizes), places] = 1
-    member[flipped] = 1 - member[flipped]  # those listed the rows they do not hold
     picked = csr_matrix(coefficients[:, used], dtype=np.int64).toarray()
     high = (picked >> _HALF) @ member
     low = (picked & _LOW) @ member
