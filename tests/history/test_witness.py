@@ -14,16 +14,7 @@ from guard.history.exposure import Exposure
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.span import SpanAuditor
 from tests.history.test_groups import _units_of
-
-
-def _seeded(entropy: bytes, unit_of_row: np.ndarray) -> SpanAuditor:
-    cursor = [0]
-
-    def random_bytes(count: int) -> bytes:
-        cursor[0] += count
-        return entropy[cursor[0] - count : cursor[0]]
-
-    return SpanAuditor(unit_of_row, random_bytes=random_bytes)
+from tests.history.test_tidy_stuck import _seeded
 
 
 class _ReadingEverything(GroupSearch):
