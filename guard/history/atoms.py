@@ -273,8 +273,9 @@ class AtomPartition:
         return inside_units, (self._units[split] - gone).astype(np.int64)
 
     def _grow(self, needed: int) -> None:
-        self._start, self._size = grown(self._start, needed), grown(self._size, needed)
-        self._units = grown(self._units, needed)
+        rows = self.row_count  # an atom holds at least one row
+        self._start, self._size = grown(self._start, needed, 0, rows), grown(self._size, needed, 0, rows)
+        self._units = grown(self._units, needed, 0, rows)
 
     def _check(self, atom: int) -> int:
         if not 0 <= atom < self._atom_count:

@@ -12,11 +12,16 @@ import numpy.typing as npt
 __all__ = ["grown"]
 
 
-def grown(array: npt.NDArray[Any], needed: int, fill: int = 0) -> npt.NDArray[Any]:
+def grown(
+    array: npt.NDArray[Any], needed: int, fill: int = 0, at_most: int | None = None
+) -> npt.NDArray[Any]:
     """``array`` with at least ``needed`` rows: itself when it has them, else a copy with
-    ``max(needed, 2 x its rows)`` rows, the new ones set to ``fill`` (same dtype)."""
+    ``max(needed, 2 x its rows)`` rows, the new ones set to ``fill`` (same dtype), or
+    ``at_most`` rows if fewer (a count known never to pass it, e.g. atoms, never more
+    than rows: doubling past it only wastes memory)."""
     if needed <= array.shape[0]:
         return array
-    out = np.full((max(needed, 2 * array.shape[0]), *array.shape[1:]), fill, dtype=array.dtype)
+    rows = max(needed, 2 * array.shape[0] if at_most is None else min(2 * array.shape[0], at_most))
+    out = np.full((rows, *array.shape[1:]), fill, dtype=array.dtype)
     out[: array.shape[0]] = array
     return out

@@ -404,8 +404,8 @@ class SpanAuditor(PairSearch, DisclosureReport):
         if self._index is not None:
             self._update_index(cut, growth)
         self._partition.apply(cut)
-        self._atom_weight = grown(self._atom_weight, self._partition.atom_count, 0)
-        self._basis_pos = grown(self._basis_pos, self._partition.atom_count, -1)
+        self._atom_weight = grown(self._atom_weight, self._partition.atom_count, 0, self._partition.row_count)
+        self._basis_pos = grown(self._basis_pos, self._partition.atom_count, -1, self._partition.row_count)
         self._atom_weight[cut.children] = growth.weight_in
         self._atom_weight[cut.split] = growth.weight_out
         self._basis_pos[cut.children] = -1
