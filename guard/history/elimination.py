@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import add_outer_mod, inverse_mod, mul_mod
+from guard.history.modular import HALF, LOW, add_outer_mod, inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 
 __all__ = [
@@ -26,8 +26,6 @@ __all__ = [
     "reduced_echelon",
 ]
 
-_HALF = 25
-_LOW = (1 << _HALF) - 1
 #: rows of a sparse combination summed in int64 at once: products of two 25-bit halves
 #: are below 2**50, so 2**12 of them stay below 2**62 (and two such sums below 2**63)
 _CHUNK = 1 << 12
@@ -168,16 +166,16 @@ def combine_sparse(coefficients: Residues, rows: csr_matrix, p: int) -> Residues
     for begin in range(0, rows.shape[0], _CHUNK):
         part = csr_matrix(rows[begin : begin + _CHUNK])
         data = part.data % p
-        high = csr_matrix((data >> _HALF, part.indices, part.indptr), shape=part.shape)
-        low = csr_matrix((data & _LOW, part.indices, part.indptr), shape=part.shape)
+        high = csr_matrix((data >> HALF, part.indices, part.indptr), shape=part.shape)
+        low = csr_matrix((data & LOW, part.indices, part.indptr), shape=part.shape)
         left = coefficients[:, begin : begin + _CHUNK]
-        left_high, left_low = left >> _HALF, left & _LOW
+        left_high, left_low = left >> HALF, left & LOW
         top = np.asarray(left_high @ high) % p
         cross = np.asarray(left_high @ low) % p + np.asarray(left_low @ high) % p
         bottom = np.asarray(left_low @ low) % p
         # top 2**50 + cross 2**25 + bottom = ((top 2**25 + cross) 2**25) + bottom
-        shifted = (mul_mod(top, 1 << _HALF, p) + cross) % p
-        out += (mul_mod(shifted, 1 << _HALF, p) + bottom) % p
+        shifted = (mul_mod(top, 1 << HALF, p) + cross) % p
+        out += (mul_mod(shifted, 1 << HALF, p) + bottom) % p
         out %= p
     return out
 

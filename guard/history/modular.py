@@ -19,6 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "HALF",
+    "LOW",
+    "ONE_PRODUCT",
     "PRIME_BITS",
     "SUM_CHUNK",
     "add_outer_mod",
@@ -35,6 +38,12 @@ Residues = npt.NDArray[np.int64]
 PRIME_BITS = 50
 #: how many residues < 2**50 can be added in int64 before reducing (2**12 * 2**50 = 2**62)
 SUM_CHUNK = 1 << 12
+#: residues one int64 sum may add exactly: (2**13 - 1) below 2**50 stay below 2**63
+ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
+#: bits of the low half of a residue split for exact sums beyond that (25-bit halves sum
+#: exactly in int64 over 2**38 terms, in float64 over 2**28)
+HALF = 25
+LOW = (1 << HALF) - 1
 
 #: entries of the matrix ``add_outer_mod`` updates per block (512 KB per temporary)
 _OUTER_BLOCK = 1 << 16

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +19,7 @@ from scipy.sparse import csc_matrix, csr_matrix
 from guard.arrays import distinct
 from guard.history.boxes import BoxCodes
 from guard.history.inverted import InvertedIndex
-from guard.history.modular import PRIME_BITS, SUM_CHUNK, mul_mod
+from guard.history.modular import HALF, LOW, ONE_PRODUCT, SUM_CHUNK, mul_mod
 from guard.history.rowsets import RowIds, as_bitmap
 from guard.history.setrows import SmallSetRows
 from guard.history.steps import Ids
@@ -81,6 +82,12 @@ class Probe:
         bitmap = (self.bitmap - as_bitmap(np.sort(gone))) | as_bitmap(added)
         return Probe(rows, order, bitmap, slot)
 
+    @cached_property
+    def places(self) -> npt.NDArray[np.int32]:
+        """``order`` in 32 bits, a CSR's own index type (taken once per probe: every
+        combination's membership reads it)."""
+        return self.order.astype(np.int32)
+
     def hits(self, stored: BitMap) -> npt.NDArray[np.int64]:
         """The places in ``rows`` of the probed rows that ``stored`` holds, ascending."""
         found = np.frombuffer((stored & self.bitmap).to_array(), dtype=np.uint32)
@@ -140,7 +147,7 @@ class ReleasedSets:
         """For each of ``sets``: how many of the probe's rows it holds, and their places
         in the caller's order, set after set (32 bits: a CSR's own index type, so that
         scipy neither scans nor copies them)."""
-        places = probe.order.astype(np.int32)
+        places = probe.places
         found = [places[probe.hits(self._sets[i])] for i in sets.tolist()]
         sizes = np.fromiter((f.size for f in found), dtype=np.int64, count=len(found))
         return sizes, np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
@@ -179,7 +186,7 @@ class ReleasedSets:
         The small sets' atoms are read together from their rows (``setrows.py``), each
         larger set with a nonzero coefficient by one intersection with the probe; the
         combination is one sparse product. Exact: one int64 product when its sums hold
-        at most ``_ONE_PRODUCT`` residues, else in 25-bit halves."""
+        at most ``ONE_PRODUCT`` residues, else in 25-bit halves."""
         m = coefficients.shape[0]
         used = distinct(coefficients.indices).astype(np.int64)
         if not used.size:
@@ -203,12 +210,12 @@ class ReleasedSets:
         # the sets in the order of the rows: the product sums the same terms exactly
         order = np.concatenate([small, large])
         picked = csr_matrix(coefficients[:, order], dtype=np.int64)
-        if used.size <= _ONE_PRODUCT:
+        if used.size <= ONE_PRODUCT:
             # each entry sums at most used.size residues < 2**50: exact in int64
             return _reduced(picked @ membership, p), int(used.size)
-        high = _halves(picked, picked.data >> _HALF) @ membership
-        low = _halves(picked, picked.data & _LOW) @ membership
-        high.data = mul_mod(high.data % p, (1 << _HALF) % p, p)
+        high = _halves(picked, picked.data >> HALF) @ membership
+        low = _halves(picked, picked.data & LOW) @ membership
+        high.data = mul_mod(high.data % p, (1 << HALF) % p, p)
         return _reduced(high + low, p), int(used.size)
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
@@ -224,12 +231,6 @@ class ReleasedSets:
             total += stats["n_bytes_array_containers"]
             total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
         return total
-
-
-_HALF = 25
-_LOW = (1 << _HALF) - 1
-#: stored sets one int64 product may sum: (2**13 - 1) residues below 2**50 stay below 2**63
-_ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
 
 
 def _halves(matrix: csr_matrix, data: npt.NDArray[np.int64]) -> csr_matrix:

@@ -27,17 +27,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
-from guard.history.modular import PRIME_BITS, add_outer_mod, mul_mod, sum_mod
+from guard.history.modular import HALF, LOW, ONE_PRODUCT, add_outer_mod, mul_mod, sum_mod
 
 __all__ = ["DenseLines", "SparseLines", "accumulate"]
 
 Ids = npt.NDArray[np.int64]
 Residues = npt.NDArray[np.int64]
 
-_HALF = 25
-_LOW = (1 << _HALF) - 1
-#: residues below 2**50 one int64 sum may add: (2**13 - 1) of them stay below 2**63
-_ONE_PRODUCT = (1 << (63 - PRIME_BITS)) - 1
 # numpy's per-array overhead, counted in nbytes so that the memory figure is honest
 _ARRAY_OVERHEAD = 112
 
@@ -52,11 +48,11 @@ def accumulate(index: Ids, value: Residues, size: int, p: int) -> Residues:
     (repeats add up; fewer than 2**28 terms per index keep each half exact in float64)."""
     if not index.size:
         return np.zeros(size, dtype=np.int64)
-    high = np.bincount(index, weights=(value >> _HALF).astype(np.float64), minlength=size)
-    low = np.bincount(index, weights=(value & _LOW).astype(np.float64), minlength=size)
+    high = np.bincount(index, weights=(value >> HALF).astype(np.float64), minlength=size)
+    low = np.bincount(index, weights=(value & LOW).astype(np.float64), minlength=size)
     high_mod = np.rint(high).astype(np.int64) % p
     low_mod = np.rint(low).astype(np.int64) % p
-    total = mul_mod(high_mod, (1 << _HALF) % p, p) + low_mod
+    total = mul_mod(high_mod, (1 << HALF) % p, p) + low_mod
     return np.where(total >= p, total - p, total)
 
 
@@ -165,15 +161,15 @@ class SparseLines:
         out = np.zeros(count, dtype=np.int64)
         x = np.zeros(snapshot.shape[1], dtype=np.int64)
         x[columns[columns < x.size]] = 1
-        if snapshot.shape[1] <= _ONE_PRODUCT:
-            # a line has at most one entry per column: at most _ONE_PRODUCT residues < 2**50
+        if snapshot.shape[1] <= ONE_PRODUCT:
+            # a line has at most one entry per column: at most ONE_PRODUCT residues < 2**50
             # add up to less than 2**63, so one int64 product is exact
             sums = snapshot @ x % self.p
         else:
             pattern = (snapshot.indices, snapshot.indptr)
-            high = csr_matrix((snapshot.data >> _HALF, *pattern), shape=snapshot.shape)
-            low = csr_matrix((snapshot.data & _LOW, *pattern), shape=snapshot.shape)
-            sums = (mul_mod((high @ x) % self.p, (1 << _HALF) % self.p, self.p) + (low @ x) % self.p) % self.p
+            high = csr_matrix((snapshot.data >> HALF, *pattern), shape=snapshot.shape)
+            low = csr_matrix((snapshot.data & LOW, *pattern), shape=snapshot.shape)
+            sums = (mul_mod((high @ x) % self.p, (1 << HALF) % self.p, self.p) + (low @ x) % self.p) % self.p
         out[: snapshot.shape[0]] = sums
         if self._dirty:
             dirty = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))

@@ -37,7 +37,7 @@ from scipy.sparse import csr_matrix
 
 from guard.arrays import distinct
 from guard.history.exposure import Exposure
-from guard.history.modular import mul_mod
+from guard.history.modular import HALF, LOW, mul_mod
 from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids, Residues
@@ -55,8 +55,6 @@ _BATCH = 256
 _MOST_WITNESSED = 1024
 #: atoms ``first_exchange`` reads before the caller reads the whole row
 _MOST_TRIED = 4096
-_HALF = 25
-_LOW = (1 << _HALF) - 1
 
 
 def largest(sizes: Ids, count: int) -> Ids:
@@ -82,9 +80,9 @@ def values_at(released: ReleasedSets, coefficients: csr_matrix, rows: RowIds, p:
     member = np.zeros((used.size, rows.size), dtype=np.int64)  # sets x rows, 0/1
     member[np.repeat(np.arange(used.size), sizes), places] = 1
     picked = csr_matrix(coefficients[:, used], dtype=np.int64).toarray()
-    high = (picked >> _HALF) @ member
-    low = (picked & _LOW) @ member
-    total: Residues = (mul_mod(high % p, (1 << _HALF) % p, p) + low % p) % p
+    high = (picked >> HALF) @ member
+    low = (picked & LOW) @ member
+    total: Residues = (mul_mod(high % p, (1 << HALF) % p, p) + low % p) % p
     return total
 
 
