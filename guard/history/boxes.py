@@ -22,17 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from guard.arrays import read_only
 from guard.history.capacity import grown
 
 __all__ = ["BoxCodes", "BoxIndex"]
 
 Codes = npt.NDArray[np.integer]
-_T = TypeVar("_T", bound=np.generic)
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +43,8 @@ class BoxCodes:
     codes: tuple[Codes, ...]
     order: tuple[npt.NDArray[np.uint32], ...]
     start: tuple[npt.NDArray[np.int64], ...]
+    #: per dimension, the rows of each value (``start``'s steps, read by every count)
+    count: tuple[npt.NDArray[np.int64], ...]
     rows: int
 
     @classmethod
@@ -60,22 +61,24 @@ class BoxCodes:
         packed: list[Codes] = []
         order: list[npt.NDArray[np.uint32]] = []
         start: list[npt.NDArray[np.int64]] = []
+        count: list[npt.NDArray[np.int64]] = []
         for a in arrays:
             values = int(a.max()) + 1 if a.size else 0
             small = np.min_scalar_type(max(values - 1, 0))
-            packed.append(_read_only(a.astype(small)))
-            order.append(_read_only(np.argsort(a, kind="stable").astype(np.uint32)))
+            packed.append(read_only(a.astype(small)))
+            order.append(read_only(np.argsort(a, kind="stable").astype(np.uint32)))
+            count.append(read_only(np.bincount(a, minlength=values).astype(np.int64)))
             bounds = np.zeros(values + 1, dtype=np.int64)
-            np.cumsum(np.bincount(a, minlength=values), out=bounds[1:])
-            start.append(_read_only(bounds))
-        return cls(tuple(packed), tuple(order), tuple(start), sizes.pop())
+            np.cumsum(count[-1], out=bounds[1:])
+            start.append(read_only(bounds))
+        return cls(tuple(packed), tuple(order), tuple(start), tuple(count), sizes.pop())
 
     @property
     def values(self) -> list[int]:
-        return [s.size - 1 for s in self.start]
+        return [c.size for c in self.count]
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (*self.codes, *self.order, *self.start))
+        return sum(a.nbytes for a in (*self.codes, *self.order, *self.start, *self.count))
 
     def held(self, allowed: Sequence[npt.NDArray[np.bool_] | None], at_least: int = 0) -> int:
         """Rows whose value on every dimension j is allowed (``allowed[j]`` a mask over its
@@ -85,7 +88,7 @@ class BoxCodes:
         restricted = {j: mask for j, mask in enumerate(allowed) if mask is not None}
         if not restricted:
             return self.rows
-        counts = {j: np.diff(self.start[j]) for j in restricted}
+        counts = self.count
         sizes = {j: int(counts[j][mask].sum()) for j, mask in restricted.items()}
         first = min(sizes, key=sizes.__getitem__)  # the fewest rows to test
         if len(restricted) == 1 or sizes[first] <= at_least:
@@ -110,8 +113,8 @@ class BoxIndex:
         self._codes = codes
         #: bits a box costs: one per value of each dimension
         self.bits = sum(codes.values)
-        #: per dimension: values x (boxes / 8) bytes; bit b of row v: box b allows value v
-        self._allows = [np.zeros((v, 2), dtype=np.uint8) for v in codes.values]
+        #: per dimension: (boxes / 8) bytes x values; bit b of column v: box b allows value v
+        self._allows = [np.zeros((2, v), dtype=np.uint8) for v in codes.values]
         self._owners = np.zeros(16, dtype=np.int64)
         self.boxes = 0
 
@@ -129,14 +132,13 @@ class BoxIndex:
         if self._codes.held(masks, at_least=int(rows.size)) != rows.size:
             return False  # the box holds rows outside the set
         box = self.boxes
-        if box == self._allows[0].shape[1] * 8:
-            self._allows = [_wider(a) for a in self._allows]
+        self._allows = [grown(a, (box >> 3) + 1) for a in self._allows]
         bit = np.uint8(1 << (box & 7))
         for table, kept in zip(self._allows, masks, strict=True):
             if kept is None:
-                table[:, box >> 3] |= bit
+                table[box >> 3] |= bit
             else:
-                table[kept, box >> 3] |= bit
+                table[box >> 3, kept] |= bit
         self._owners = grown(self._owners, box + 1)
         self._owners[box] = owner
         self.boxes += 1
@@ -146,10 +148,10 @@ class BoxIndex:
         """The owners of the boxes that hold ``row`` (ascending box order)."""
         if not self.boxes or not 0 <= row < self._codes.rows:
             return np.zeros(0, dtype=np.int64)
-        codes = self._codes.codes
-        line = self._allows[0][int(codes[0][row])].copy()
+        codes, used = self._codes.codes, (self.boxes + 7) >> 3
+        line = self._allows[0][:used, int(codes[0][row])].copy()
         for j in range(1, len(codes)):
-            line &= self._allows[j][int(codes[j][row])]
+            line &= self._allows[j][:used, int(codes[j][row])]
         hit = np.flatnonzero(np.unpackbits(line, bitorder="little")[: self.boxes])
         return self._owners[hit]
 
@@ -157,15 +159,3 @@ class BoxIndex:
         """The boxes' bits and owners. Not the codes they are read by: one table version's
         audit states share them, and ``BoxCodes.nbytes`` counts them once."""
         return sum(a.nbytes for a in self._allows) + self._owners.nbytes
-
-
-def _wider(table: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """The same bits with twice the room for boxes."""
-    out = np.zeros((table.shape[0], table.shape[1] * 2), dtype=np.uint8)
-    out[:, : table.shape[1]] = table
-    return out
-
-
-def _read_only(array: npt.NDArray[_T]) -> npt.NDArray[_T]:
-    array.flags.writeable = False
-    return array

@@ -31,6 +31,7 @@ import sqlglot
 from pyroaring import BitMap
 from sqlglot import exp
 
+from guard.arrays import read_only
 from guard.backends.base import Backend, TableInfo
 from guard.history.boxes import BoxCodes
 from guard.history.keys import CellKey, normalized
@@ -83,11 +84,6 @@ def _selection_key(shape: QueryShape, spaces: Sequence[tuple[str, str | None, fr
     """What a query's sets depend on: its predicates with each constant's type (``1``,
     ``1.0`` and ``True`` are equal in Python, not to the engine), grouping and spaces."""
     return typed_predicates(shape.predicates), shape.group_by, shape.levels, tuple(spaces)
-
-
-def _read_only(ids: Ids) -> Ids:
-    ids.flags.writeable = False
-    return ids
 
 
 def _null_flag(measure: str) -> str:
@@ -286,7 +282,7 @@ class FinestCells:
             if not level:
                 if ids.size:
                     ordered = ids.size < 2 or bool(np.all(ids[1:] > ids[:-1]))
-                    cells[(level, ())] = _read_only(ids if ordered else np.sort(ids))
+                    cells[(level, ())] = read_only(ids if ordered else np.sort(ids))
                 continue
             assert frame is not None
             columns = [k.lower() for k in level]
@@ -295,7 +291,7 @@ class FinestCells:
                 values = values if isinstance(values, tuple) else (values,)
                 plain = (_plain(v, self._types.get(c, "")) for v, c in zip(values, columns, strict=True))
                 key = (level, tuple(normalized(v) for v in plain))
-                cells[key] = _read_only(np.sort(ids[positions]))
+                cells[key] = read_only(np.sort(ids[positions]))
         versioned = (self.data_version, selection, space, column)
         return SpaceCells(space, column, aggregates, MappingProxyType(cells), versioned)
 
