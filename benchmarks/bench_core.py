@@ -1179,6 +1179,18 @@ def _cell_stats_only(
     return 1 if mismatched else 0
 
 
+def data_parser(description: str | None, rows: int) -> argparse.ArgumentParser:
+    """A harness's parser with bench_core's data options: --rows (default ``rows``),
+    --seed and --out (the generated ``people`` table and where it is kept)."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=rows, help=f"rows in people (default {rows:,})")
+    parser.add_argument("--seed", type=int, default=20240601, help="numpy seed of the data")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="data folder")
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows in people (default 1,000,000)")

@@ -29,7 +29,6 @@ this is a measurement.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import gc
 import json
@@ -87,12 +86,7 @@ class _Collections:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rows", type=int, default=100_000, help="rows in people (default 100,000)")
-    parser.add_argument("--seed", type=int, default=20240601, help="numpy seed of the data")
-    parser.add_argument("--out", type=Path, default=bench_core.DEFAULT_OUT, help="data folder")
+    parser = bench_core.data_parser(__doc__, rows=100_000)
     parser.add_argument(
         "--cold", action="store_true", help="skip Guard.prepare(): the first answer builds the audit state"
     )

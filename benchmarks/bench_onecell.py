@@ -19,7 +19,6 @@ Exit status 0 always: this is a measurement.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import statistics
 import sys
@@ -91,12 +90,7 @@ def _asked(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rows", type=int, default=100_000, help="rows in people (default 100,000)")
-    parser.add_argument("--seed", type=int, default=20240601, help="numpy seed of the data")
-    parser.add_argument("--out", type=Path, default=bench_core.DEFAULT_OUT, help="data folder")
+    parser = bench_core.data_parser(__doc__, rows=100_000)
     parser.add_argument("--count", type=int, default=80, help="distinct one-cell questions (at most 100)")
     parser.add_argument("--fresh", type=int, default=0, help="ask q01-q07 on this many fresh states instead")
     args = parser.parse_args(argv)

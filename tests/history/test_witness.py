@@ -26,6 +26,15 @@ class _ReadingEverything(GroupSearch):
         return finding
 
 
+def _query(rng: np.random.Generator, n: int, small: float) -> np.ndarray:
+    """A random query set over ``n`` rows: with probability ``small`` 2-15 scattered rows
+    (small atoms, checks that read rows), else an interval."""
+    if rng.random() < small:
+        return np.sort(rng.choice(n, size=int(rng.integers(2, 16)), replace=False))
+    start = int(rng.integers(0, n - 2))
+    return np.arange(start, int(rng.integers(start + 1, n)) + 1)
+
+
 def _history(seed: int, search_type: type[GroupSearch], counts: dict[str, int]) -> list[object]:
     """Per query: its verdict (or None: implied), then tidy's exchanges and the basis."""
     rng = np.random.default_rng(7300 + seed)
@@ -35,11 +44,7 @@ def _history(seed: int, search_type: type[GroupSearch], counts: dict[str, int]) 
     search = search_type(k, _units_of(unit_of_row))
     trace: list[object] = []
     for _ in range(60):
-        if rng.random() < 0.4:  # small sets: small atoms, checks that read rows
-            q = np.sort(rng.choice(n, size=int(rng.integers(2, 16)), replace=False))
-        else:
-            start = int(rng.integers(0, n - 2))
-            q = np.arange(start, int(rng.integers(start + 1, n)) + 1)
+        q = _query(rng, n, small=0.4)
         exposure = auditor.exposure(q)
         if exposure is None:
             trace.append(None)
@@ -115,11 +120,7 @@ def test_a_witnessed_check_is_one_its_peeling_clears(seed: int) -> None:
     search = GroupSearch(k, _units_of(unit_of_row))
     shown = not_shown = 0
     for _ in range(60):
-        if rng.random() < 0.5:
-            q = np.sort(rng.choice(n, size=int(rng.integers(2, 16)), replace=False))
-        else:
-            start = int(rng.integers(0, n - 2))
-            q = np.arange(start, int(rng.integers(start + 1, n)) + 1)
+        q = _query(rng, n, small=0.5)
         exposure = auditor.exposure(q)
         if exposure is None:
             continue
