@@ -17,7 +17,7 @@ coefficient on the new query is zero.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -65,6 +65,7 @@ class Exposure:
     #: built only when rows are read: most checks end before, and the probe of a
     #: partition changed by the last release costs a pass over every atom
     probe_of: Callable[[], Probe]
+    _coefficients: dict[tuple[int, bytes], csr_matrix] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def rank(self) -> int:
@@ -144,9 +145,19 @@ class Exposure:
         matrix of residues (no stored zeros). Its nonzero columns are the stored sets
         ``rows_exactly`` reads (its work)."""
         positions = np.asarray(positions, dtype=np.int64)
+        key = (self.basis.changes, positions.tobytes())
+        if key in self._coefficients:
+            return self._coefficients[key]
         v = self.basis.combine(self.step.in_query)
         owner, query, value = self.basis.bordered_triplets(positions, self.growth.border, v)
-        return _reduced(csr_matrix((value, (owner, query)), shape=(positions.size, self.basis.rank)), self.p)
+        matrix = _reduced(
+            csr_matrix((value, (owner, query)), shape=(positions.size, self.basis.rank)), self.p
+        )
+        # the last positions only (at the basis's count of updates): the witness and the
+        # whole read of a check ask for the same rows (its readers never change the matrix)
+        self._coefficients.clear()
+        self._coefficients[key] = matrix
+        return matrix
 
     def rows_exactly(self, positions: Ids) -> tuple[csr_matrix, int]:
         """Rows ``positions`` of M'^-1 A' on every atom after the query: a sparse

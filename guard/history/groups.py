@@ -276,9 +276,7 @@ class GroupSearch:
         coefficients = auditor.inverse_row(position)
         index = np.flatnonzero(coefficients).astype(np.int64)
         line = (index, coefficients[index])
-        found = first_exchange(
-            self._sets, line, auditor.rank, ranked, candidates, partition.representatives, auditor.prime
-        )
+        found = first_exchange(self._sets, line, ranked, candidates, partition.representatives, auditor.prime)
         if found is not None and (found >= 0 or ranked.size == partition.atom_count):
             return found
         row = auditor.basis_rows(np.array([position], dtype=np.int64))[0]

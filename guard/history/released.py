@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,28 +32,33 @@ __all__ = ["Probe", "ReleasedSets"]
 class Probe:
     """Rows to look up in the stored sets, prepared once: ``rows`` sorted, ``order`` the
     caller's position of each (rows = given[order]), their bitmap, and ``slot[row]`` its
-    place in ``rows``. Built once per partition, it serves every read until the next cut."""
+    place in ``rows`` when the rows are dense in their range (None for a few rows over a
+    wide range, found by binary search). Built once per partition, it serves every read
+    until the next cut."""
 
     rows: RowIds
     order: npt.NDArray[np.int64]
     bitmap: BitMap
-    slot: npt.NDArray[np.int64]
+    slot: npt.NDArray[np.int64] | None
 
     @classmethod
     def of(cls, given: RowIds) -> Probe:
         """The probe of ``given`` (distinct row ids, any order)."""
         given = np.asarray(given, dtype=np.int64)
         top = int(given.max()) + 1 if given.size else 0
-        if given.size * 16 < top:  # few rows over a wide range: sorting is cheaper
+        if given.size * 16 < top:
+            # few rows over a wide range: a sort, and no slot array over the range (the
+            # witness probes a few hundred rows of 1M tens of thousands of times: an
+            # 8 MB slot array each time was most of its cost)
             order = np.argsort(given, kind="stable").astype(np.int64)
             rows = given[order]
-        else:
-            # a pass over the range instead of a sort (every atom's representative: the
-            # probe is rebuilt after each cut, and the range is the finest cells)
-            where = np.full(top, -1, dtype=np.int64)
-            where[given] = np.arange(given.size, dtype=np.int64)
-            rows = np.flatnonzero(where >= 0).astype(np.int64)
-            order = where[rows]
+            return cls(rows, order, as_bitmap(rows), None)
+        # a pass over the range instead of a sort (every atom's representative: the
+        # probe is rebuilt after each cut, and the range is the finest cells)
+        where = np.full(top, -1, dtype=np.int64)
+        where[given] = np.arange(given.size, dtype=np.int64)
+        rows = np.flatnonzero(where >= 0).astype(np.int64)
+        order = where[rows]
         slot = np.zeros(top, dtype=np.int64)
         slot[rows] = np.arange(rows.size)
         return cls(rows, order, as_bitmap(rows), slot)
@@ -68,18 +74,20 @@ class Probe:
         gone = before[changed]
         entering = np.concatenate([changed, np.arange(old, after.size, dtype=np.int64)])
         keep = np.ones(self.rows.size, dtype=bool)
-        keep[self.slot[gone]] = False
+        keep[self.places_of(gone)] = False
         rows, order = self.rows[keep], self.order[keep]
         added = after[entering]
         sort = np.argsort(added, kind="stable")
         added, entering = added[sort], entering[sort]
         at = np.searchsorted(rows, added)
         rows, order = np.insert(rows, at, added), np.insert(order, at, entering)
-        top = max(self.slot.size, int(added[-1]) + 1 if added.size else 0)
-        slot = np.zeros(top, dtype=np.int64)
-        slot[: self.slot.size] = self.slot
-        slot[rows] = np.arange(rows.size)
         bitmap = (self.bitmap - as_bitmap(np.sort(gone))) | as_bitmap(added)
+        top = int(rows[-1]) + 1 if rows.size else 0
+        if rows.size * 16 < top:
+            return Probe(rows, order, bitmap, None)
+        size = max(self.slot.size if self.slot is not None else 0, top)
+        slot = np.zeros(size, dtype=np.int64)
+        slot[rows] = np.arange(rows.size)
         return Probe(rows, order, bitmap, slot)
 
     @cached_property
@@ -88,10 +96,17 @@ class Probe:
         combination's membership reads it)."""
         return self.order.astype(np.int32)
 
+    def places_of(self, rows: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int64]:
+        """The places in ``rows`` of some of the probed rows."""
+        if self.slot is None:
+            return np.searchsorted(self.rows, rows).astype(np.int64)
+        places: npt.NDArray[np.int64] = self.slot[rows]
+        return places
+
     def hits(self, stored: BitMap) -> npt.NDArray[np.int64]:
         """The places in ``rows`` of the probed rows that ``stored`` holds, ascending."""
         found = np.frombuffer((stored & self.bitmap).to_array(), dtype=np.uint32)
-        return self.slot[found]
+        return self.places_of(found)
 
 
 class ReleasedSets:
@@ -119,6 +134,11 @@ class ReleasedSets:
     def equals(self, index: int, rows: BitMap) -> bool:
         """Whether stored set ``index`` holds exactly ``rows``."""
         return bool(self._sets[index] == rows)
+
+    def kept(self, sets: Ids) -> npt.NDArray[np.bool_]:
+        """Which of ``sets`` are small: their rows kept flat, read by ``combinations``
+        together in one pass rather than one intersection each."""
+        return self._rows.kept(sets)
 
     def column(self, row: int) -> npt.NDArray[np.bool_]:
         """Which released sets contain ``row``: the column of its atom in M."""

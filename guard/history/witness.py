@@ -30,6 +30,7 @@ here decides on less than they would.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +38,7 @@ from scipy.sparse import csr_matrix
 
 from guard.arrays import distinct
 from guard.history.exposure import Exposure
-from guard.history.modular import HALF, LOW, mul_mod
+from guard.history.modular import HALF, LOW, ONE_PRODUCT, mul_mod
 from guard.history.released import Probe, ReleasedSets
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids, Residues
@@ -49,6 +50,8 @@ WITNESS_RANKED = 2048
 #: the largest atoms ``tidy`` ranks for its exchange (past them, it reads the whole row)
 TIDY_RANKED = 8192
 
+#: positions x sets x rows up to which ``values_at`` is one dense product
+_DENSE = 1 << 20
 #: atoms read together (the largest first)
 _BATCH = 256
 #: atoms a check reads for witnesses before it reads every atom
@@ -70,19 +73,47 @@ def largest(sizes: Ids, count: int) -> Ids:
 
 def values_at(released: ReleasedSets, coefficients: csr_matrix, rows: RowIds, p: int) -> Residues:
     """Dense (len(coefficients) x len(rows)): row i, at each of ``rows`` (distinct row
-    ids, one per atom), the sum mod p of ``coefficients[i, j]`` (residues) over the sets j
-    that hold it. Exact: 25-bit halves summed in int64 (fewer than 2**38 sets)."""
+    ids, one per atom), the sum mod p of ``coefficients[i, j]`` (residues, each (i, j)
+    stored once) over the sets j that hold it."""
     m = coefficients.shape[0]
-    used = distinct(coefficients.indices).astype(np.int64)
+    owner = np.repeat(np.arange(m, dtype=np.int64), np.diff(coefficients.indptr))
+    return _values(released, m, (owner, coefficients.indices, coefficients.data), rows, p)
+
+
+def _values(
+    released: ReleasedSets, m: int, entries: tuple[Ids, npt.NDArray[Any], Residues], rows: RowIds, p: int
+) -> Residues:
+    """``values_at`` of the coefficients given as (row, set, residue) entries, each
+    (row, set) once. Exact: int64 sums of at most ``ONE_PRODUCT`` residues, else of
+    25-bit halves."""
+    owner, sets, value = entries
+    used, column = np.unique(sets, return_inverse=True)
     if not used.size or not rows.size:
         return np.zeros((m, rows.size), dtype=np.int64)
-    sizes, places = released.membership(used, Probe.of(rows))
-    member = np.zeros((used.size, rows.size), dtype=np.int64)  # sets x rows, 0/1
-    member[np.repeat(np.arange(used.size), sizes), places] = 1
-    picked = csr_matrix(coefficients[:, used], dtype=np.int64).toarray()
-    high = (picked >> HALF) @ member
-    low = (picked & LOW) @ member
-    total: Residues = (mul_mod(high % p, (1 << HALF) % p, p) + low % p) % p
+    sizes, places = released.membership(used.astype(np.int64), Probe.of(rows))
+    if m * used.size * rows.size <= _DENSE and used.size <= ONE_PRODUCT:
+        # thousands of calls a first answer at a few sets or a few rows each (q12 at 1M:
+        # 24,000), where scipy's constructors cost more than the arithmetic: one dense
+        # int64 product (no BLAS, whose threads would spin; about 1 ms at the bound),
+        # exact as each entry sums at most ONE_PRODUCT residues
+        picked = np.zeros((m, used.size), dtype=np.int64)
+        picked[owner, column] = value
+        member = np.zeros((used.size, rows.size), dtype=np.int64)  # sets x rows, 0/1
+        member[np.repeat(np.arange(used.size), sizes), places] = 1
+        dense: Residues = (picked @ member) % p
+        return dense
+    # larger: sparse products in 25-bit halves (a dense int64 product of thousands of
+    # sets x hundreds of rows x hundreds of positions took seconds a check)
+    pointer = np.zeros(used.size + 1, dtype=places.dtype)
+    np.cumsum(sizes, out=pointer[1:])
+    member_csr = csr_matrix(
+        (np.ones(places.size, dtype=np.int64), places, pointer), shape=(used.size, rows.size)
+    )
+    high, low = (
+        (csr_matrix((half, (owner, column)), shape=(m, used.size)) @ member_csr).toarray() % p
+        for half in (value >> HALF, value & LOW)
+    )
+    total: Residues = (mul_mod(high, (1 << HALF) % p, p) + low) % p
     return total
 
 
@@ -101,8 +132,14 @@ def witnessed(
     coefficients' columns) within ``max_work``, positions x atoms (a bound on the rows'
     nonzeros) within ``max_entries``."""
     coefficients = exposure.coefficients(positions)
-    work = distinct(coefficients.indices).size
-    if not work or work > max_work or positions.size * exposure.atom_count > max_entries:
+    used = distinct(coefficients.indices).astype(np.int64)
+    if not used.size or used.size > max_work or positions.size * exposure.atom_count > max_entries:
+        return False
+    if exposure.released.kept(used).all():
+        # every set is small: reading every atom is one pass over their kept rows, and
+        # its rows serve ``tidy`` too; the witness would intersect each set with a few
+        # rows, batch after batch, in Python (q12 at 1M rows: 1.9 ms a cleared check
+        # against ~1.7 ms for the whole read, then 18,000 exchanges read row by row)
         return False
     partition, cut = exposure.partition, exposure.step.cut
     released, representatives = exposure.released, partition.representatives
@@ -165,7 +202,6 @@ def cleared(
 def first_exchange(
     released: ReleasedSets,
     line: tuple[Ids, Residues],
-    rank: int,
     ranked: Ids,
     candidates: Callable[[Ids], Ids],
     representatives: Callable[[Ids], RowIds],
@@ -176,7 +212,7 @@ def first_exchange(
     residues) is nonzero; -1 when there is none; None when ``_MOST_TRIED`` atoms were
     read without an answer (the caller reads the whole row)."""
     index, value = line
-    coefficients = csr_matrix((value, (np.zeros(index.size, dtype=np.int64), index)), shape=(1, rank))
+    entries = (np.zeros(index.size, dtype=np.int64), index, value)
     tried, start, batch = 0, 0, _BATCH
     while start < ranked.size:
         if tried >= _MOST_TRIED:
@@ -184,7 +220,7 @@ def first_exchange(
         atoms = candidates(ranked[start : start + batch])
         start += batch
         if atoms.size:
-            values = values_at(released, coefficients, representatives(atoms), p)[0]
+            values = _values(released, 1, entries, representatives(atoms), p)[0]
             tried += atoms.size
             hit = np.flatnonzero(values)
             if hit.size:

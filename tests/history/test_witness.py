@@ -38,7 +38,7 @@ def _query(rng: np.random.Generator, n: int, small: float) -> np.ndarray:
 def _history(seed: int, search_type: type[GroupSearch], counts: dict[str, int]) -> list[object]:
     """Per query: its verdict (or None: implied), then tidy's exchanges and the basis."""
     rng = np.random.default_rng(7300 + seed)
-    n, k = 240, 3
+    n, k = 480, 3
     unit_of_row = np.arange(n) // 2 if seed % 2 else np.arange(n)  # two rows a unit, or one
     auditor = _seeded(np.random.default_rng(seed).bytes(1 << 17), unit_of_row)
     search = search_type(k, _units_of(unit_of_row))
@@ -90,17 +90,23 @@ def test_witnesses_and_reads_at_the_largest_atoms_decide_as_reading_every_atom(
     assert sum(verdicts.values()) > 40
 
 
-def test_values_at_gives_the_rows_of_every_atom_read_at_those_atoms() -> None:
+@pytest.mark.parametrize(
+    ("n", "releases", "read"),
+    [
+        (200, 40, 50),  # positions x sets x rows well under 2**20: one dense int64 product
+        (3000, 300, 2000),  # far over it: sparse products in 25-bit halves
+    ],
+)
+def test_values_at_gives_the_rows_of_every_atom_read_at_those_atoms(n: int, releases: int, read: int) -> None:
     rng = np.random.default_rng(11)
-    n = 200
     auditor = SpanAuditor(np.arange(n))
-    for _ in range(40):
+    for _ in range(releases):
         start = int(rng.integers(0, n - 2))
         auditor.release(np.arange(start, int(rng.integers(start + 1, n)) + 1))
         auditor.release(np.sort(rng.choice(n, size=int(rng.integers(2, 30)), replace=False)))
     positions = np.arange(auditor.rank, dtype=np.int64)
     every = auditor.basis_rows(positions)  # ranks x atoms
-    atoms = rng.permutation(auditor.partition.atom_count)[:50].astype(np.int64)
+    atoms = rng.permutation(auditor.partition.atom_count)[:read].astype(np.int64)
     lines = [auditor.inverse_row(int(j)) for j in positions]
     coefficients = csr_matrix(np.array(lines, dtype=np.int64))
     values = witness.values_at(
