@@ -68,6 +68,11 @@ MAX_ROW_WORK = 400_000
 MAX_TIDY = 32
 #: releases after which a small basis atom that could not be exchanged is tried again
 _RETRY_GROWTH = 16
+#: atoms above which ``tidy`` reads a row at the largest atoms first rather than all its
+#: rows whole together (measured: at 4,096-16,384 atoms, bench_first's q18 and q19 at
+#: 100k rows pay 50 ms more reading at the largest atoms; bench_audit at 1M rows pays
+#: 2.3 ms a row read whole against 1.0 ms at 16,384-65,536 atoms, 9.2 against 2.1 above)
+RANKED_ABOVE = 16_384
 #: nodes of the branch and bound one decision may visit (5,000 while each node updated
 #: whole matrices and bitmaps per coordinate; the Fair session's Q12 needs ~20,000)
 MAX_NODES = 20_000
@@ -188,9 +193,9 @@ class GroupSearch:
         next check must read exactly stay few. Returns the number of exchanges.
 
         The rows of the positions tried are those the release's check read, else, after a
-        check that read none (cleared by witnesses), each is read at the largest atoms
-        first (``witness.first_exchange``: the same atom as reading it whole, from the
-        basis as it is then), else read together (one pass over the stored sets,
+        check that read none (cleared by witnesses) and over ``RANKED_ABOVE`` atoms, each
+        is read at the largest atoms first (``witness.first_exchange``: the same atom as
+        reading it whole, from the basis as it is then), else read together (one pass over the stored sets,
         ``SpanAuditor.basis_rows``) and each exchange is then applied to the rows
         not yet visited: after atom a enters at position j, M^-1 changes by
         -(x - e_j) row_j / x_j with x = M^-1 a_col, so row i of M^-1 A becomes
@@ -226,7 +231,7 @@ class GroupSearch:
         still = {q for q in tried if self._still_stuck(auditor, q, int(atoms[q]))}
         read = [q for q in tried if q not in still]
         rows = self._rows_read(auditor, read)
-        if rows is None and read and self._sets is None:
+        if rows is None and read and (self._sets is None or partition.atom_count <= RANKED_ABOVE):
             rows = auditor.basis_rows(np.array(read, dtype=np.int64))
         # rows None: each position's row is read at the largest atoms first (``witness.py``)
         ranked = largest(partition.sizes(), TIDY_RANKED) if rows is None and read else None
