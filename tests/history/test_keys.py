@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,7 +36,10 @@ _values = st.one_of(
     st.integers(min_value=-(2**200), max_value=2**200),
     st.none(),
     st.booleans(),
-    st.floats(allow_nan=False),
+    st.floats(),  # NaN, infinities and -0.0 included
+    st.floats().map(np.float64),
+    st.floats(width=32).map(np.float32),
+    st.sampled_from([float("nan"), -float("nan"), np.nan, np.float32("nan"), pd.NaT, pd.NA]),
     st.decimals(allow_nan=False, allow_infinity=False),
     st.dates(),
     st.datetimes(),
@@ -44,8 +50,15 @@ _values = st.one_of(
 def test_a_key_value_reads_as_after_the_json_round_trip(value: Any) -> None:
     expected = _round_trip(value)
     got = normalized(value)
-    assert got == expected
+    assert got == expected  # a name equals itself: NaN's too
     assert type(got) is type(expected)
+    assert normalized(expected) == got  # the replay names the logged value alike
+
+
+def test_nan_has_one_name_apart_from_null() -> None:
+    nans = [float("nan"), -float("nan"), float("inf") - float("inf"), np.float64("nan"), np.float32("nan")]
+    assert {normalized(v) for v in nans} == {"NaN"}
+    assert normalized(None) is None and (normalized(float("inf")), normalized(-0.0)) == (math.inf, 0.0)
 
 
 def test_the_values_that_change_in_the_round_trip_still_change() -> None:
