@@ -85,7 +85,9 @@ def unaudited(tmp_path: Path) -> Iterator[Guard]:
 
 def _replay(guard: Guard) -> AuditResult:
     entries = entries_from_store(guard.store.log())
-    return audit_log(entries, GuardCells(guard.policy, guard.backend), guard.policy.protection.min_query_set_size)
+    return audit_log(
+        entries, GuardCells(guard.policy, guard.backend), guard.policy.protection.min_query_set_size
+    )
 
 
 def _by_key(rows: list[list[Any]]) -> dict[str, Any]:
@@ -132,9 +134,12 @@ def test_the_replay_finds_what_the_nan_cells_disclose(unaudited: Guard) -> None:
     assert _by_key(second.rows)["NaN"] == 240  # answered: the guard has no history control
     result = _replay(unaudited)
     assert [e.cells for e in result.entries] == [3, 3]
-    [lonely] = [d for d in result.disclosures if d.units == 1]
-    assert lonely.entries == (1, 2) and lonely.analysts == ("alice", "bob")
-    assert lonely.description == {"score": None, "region": "b"} or lonely.description is not None
+    # named as the NULL cell, the NaN rows were not counted and respondent 10 went unseen
+    [lonely] = result.disclosures
+    assert (lonely.units, lonely.entries, lonely.analysts) == (1, (1, 2), ("alice", "bob"))
+    assert [c.cell for c in lonely.cells] == ["score=nan", "score=nan"]
+    assert lonely.description is not None and lonely.description["region"] == "b"
+    assert math.isnan(lonely.description["score"])  # type: ignore[arg-type]
 
 
 def test_the_live_audit_names_the_nan_cell_and_withholds_its_difference(audited: Guard) -> None:
