@@ -40,9 +40,15 @@ ROWS = [
 ]
 
 
-def _policy(tmp_path: Path, history: str) -> Path:
+#: groups of three at the infinities and at zero (-0.0 and 0.0 are one value to the engine)
+SIGNED = [
+    (17 + i, s, "ab"[i % 2], i) for i, s in enumerate(["inf"] * 3 + ["-inf"] * 3 + ["-0.0", "0.0", "0"])
+]
+
+
+def _policy(tmp_path: Path, history: str, rows: list[tuple[int, str, str, int]] = ROWS) -> Path:
     data = tmp_path / "t.csv"
-    data.write_text("id,score,region,income\n" + "".join(f"{i},{s},{r},{m}\n" for i, s, r, m in ROWS))
+    data.write_text("id,score,region,income\n" + "".join(f"{i},{s},{r},{m}\n" for i, s, r, m in rows))
     document: dict[str, Any] = {
         "name": "t",
         "protection": {
@@ -91,8 +97,9 @@ def _replay(guard: Guard) -> AuditResult:
 
 
 def _by_key(rows: list[list[Any]]) -> dict[str, Any]:
-    """Answer rows by their score, spelled so that NaN and NULL are keys apart."""
-    return {"NULL" if r[0] is None else "NaN" if math.isnan(r[0]) else str(r[0]): r[1] for r in rows}
+    """Answer rows by their score, spelled so that NaN and NULL are keys apart (and -0.0,
+    which the engine may return for the zero group, as 0.0)."""
+    return {"NULL" if r[0] is None else "NaN" if math.isnan(r[0]) else str(r[0] + 0.0): r[1] for r in rows}
 
 
 def test_the_engine_groups_nan_apart_from_null(unaudited: Guard) -> None:
@@ -153,3 +160,13 @@ def test_the_live_audit_names_the_nan_cell_and_withholds_its_difference(audited:
     result = _replay(audited)
     assert [e.cells for e in result.entries] == [3, 2]
     assert result.disclosures == ()
+
+
+def test_infinities_and_signed_zero_are_named_alike_live_and_in_the_replay(tmp_path: Path) -> None:
+    with Guard.open(_policy(tmp_path, "exact", ROWS + SIGNED), state=tmp_path / "state") as guard:
+        result = guard.query(BY_SCORE, analyst="alice")
+        assert _by_key(result.rows) == {"-inf": 12, "0.0": 21, "1.5": 210, "inf": 3, "NaN": 340, "NULL": 810}
+        assert all(flag == "released" for row in result.flags for flag in row)
+        assert guard.query("SELECT SUM(income) FROM t WHERE score > 2", analyst="bob").rows == [[343]]
+        replayed = _replay(guard)
+    assert [e.cells for e in replayed.entries] == [6, 1] and replayed.disclosures == ()
