@@ -56,8 +56,9 @@ _UNITS = "__units"
 
 
 def _plain(value: object, engine_type: str) -> object:
-    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL; a DATE
-    column's timestamps as dates), so that its key matches the answer's."""
+    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL, a float
+    NaN having been named by ``_nan_named``; a DATE column's timestamps as dates), so
+    that its key matches the answer's."""
     if value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
         return None
     if isinstance(value, pd.Timestamp):
