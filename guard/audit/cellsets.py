@@ -36,6 +36,7 @@ from guard.plan.sql import where as _where
 from guard.policy.model import Policy, Role
 from guard.query.front import read_query
 from guard.query.shape import QueryShape, Scalar
+from guard.result import is_nan
 
 __all__ = ["DESCRIBE_LIMIT", "CellSet", "EntryCells", "GuardCells"]
 
@@ -181,8 +182,13 @@ class GuardCells:
             level = _level(shape, row[len(keys)] if sets else 0)
             values = tuple(row[keys.index(k)] for k in level)
             key = (level, tuple(normalized(v) for v in values))
-            # NULL keys first; a key's values share one type, so they compare
-            order = (rank.get(level, len(rank)), level, tuple((v is not None, v) for v in key[1]))
+            # NULL keys first and NaN last (as the engine sorts); the other values of a key
+            # share one type, so they compare (NaN's name is text: it must not meet them)
+            places = tuple(
+                (v is not None, is_nan(raw), None if is_nan(raw) else v)
+                for v, raw in zip(key[1], values, strict=True)
+            )
+            order = (rank.get(level, len(rank)), level, places)
             cells.append((order, key, values, row))
         found = []
         for _, key, values, row in sorted(cells, key=lambda cell: cell[0]):

@@ -11,6 +11,11 @@ The cells are read once per (data version, table) with one backend query and kep
 private in-memory DuckDB table with the same column types, where a query's own WHERE
 clause selects its cells with the engine's semantics (NULLs, casts) exactly. The table
 holds public dimension values and row counts, never a measure value.
+
+A float dimension's NaN is a value of its own, apart from NULL, as in the engine (GROUP BY
+keeps the two groups apart, ``IS NULL`` selects only NULL, NaN sorts above every number):
+the private table keeps it a NaN, and a key names it ``NAN_TEXT`` (``keys.normalized``),
+where a data frame alone would read both as NaN.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from guard.history.lineage import VersionRows
 from guard.plan.sql import where as _where
 from guard.policy.model import Role, Table
 from guard.query.shape import QueryShape, typed_predicates
+from guard.result import NAN_TEXT, is_nan
 
 __all__ = ["FinestCells", "SpaceCells"]
 
@@ -50,8 +56,9 @@ _UNITS = "__units"
 
 
 def _plain(value: object, engine_type: str) -> object:
-    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL; a DATE
-    column's timestamps as dates), so that its key matches the answer's."""
+    """A pandas / numpy group value as the engine returns it (NaN / NaT: NULL, a float
+    NaN having been named by ``_nan_named``; a DATE column's timestamps as dates), so
+    that its key matches the answer's."""
     if value is None or value is pd.NaT or (isinstance(value, float) and np.isnan(value)):
         return None
     if isinstance(value, pd.Timestamp):
@@ -88,6 +95,29 @@ def _selection_key(shape: QueryShape, spaces: Sequence[tuple[str, str | None, fr
 
 def _null_flag(measure: str) -> str:
     return f"__null_{measure}"
+
+
+def _nan_flag(dimension: str) -> str:
+    return f"__nan_{dimension}"
+
+
+def _nan_named(column: pd.Series, null: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    """A frame's float ``column`` (NULL and NaN both NaN) with NULL as None (``null``) and
+    NaN as its name."""
+    values = column.to_numpy(dtype=object, copy=True)
+    values[pd.isna(values) & ~null] = NAN_TEXT
+    values[null] = None
+    return values
+
+
+def _nan_cells(
+    rows: Sequence[Sequence[Any]], position: int, engine_type: str
+) -> npt.NDArray[np.bool_] | None:
+    """Which cells (``rows``) hold a NaN at ``position``; None when none does."""
+    if not any(name in engine_type.upper() for name in ("DOUBLE", "FLOAT", "REAL")):
+        return None  # only floats have a NaN
+    found = np.fromiter((is_nan(row[position]) for row in rows), dtype=bool, count=len(rows))
+    return found if found.any() else None
 
 
 @dataclass(frozen=True)
@@ -265,6 +295,10 @@ class FinestCells:
     ) -> SpaceCells:
         keys = [k.lower() for k in shape.group_by]
         query = exp.select(exp.column(_ID, quoted=True), *[exp.column(k, quoted=True) for k in keys])
+        nan_keys = [k for k in dict.fromkeys(keys) if k in self._nan_dimensions]
+        for k in nan_keys:  # a frame reads NULL and NaN alike: NULL-ness told apart
+            is_null = exp.Is(this=exp.column(k, quoted=True), expression=exp.Null())
+            query = query.select(exp.alias_(is_null, _nan_flag(k), quoted=True))
         query = query.from_("finest")
         condition = _where(shape.predicates)
         if condition is not None:
@@ -277,6 +311,9 @@ class FinestCells:
             # a query without groups needs the ids only: no data frame
             frame = result.df() if keys else None
             ids = np.asarray((result.fetchnumpy() if frame is None else frame)[_ID], dtype=np.int64)
+        for k in nan_keys:
+            assert frame is not None
+            frame[k] = _nan_named(frame[k], frame[_nan_flag(k)].to_numpy(dtype=bool))
         cells: dict[CellKey, Ids] = {}
         for level in shape.levels:
             if not level:
@@ -348,11 +385,29 @@ class FinestCells:
                 },
             }
         )
-        # each cell's value per key column, numbered: the released sets' boxes (``boxes.py``)
+        nans = {
+            d: found
+            for i, d in enumerate(self._dimensions)
+            if (found := _nan_cells(result.rows, i, self._types.get(d, ""))) is not None
+        }
+        self._nan_dimensions = frozenset(nans)
+        for d, found in nans.items():
+            # an object column's NaN reaches DuckDB as NULL: the private table would merge
+            # the NaN cells into the NULL ones (WHERE d IS NULL would select both), and
+            # its cells would no longer be the engine's (the lineage check fails)
+            values = frame[d].to_numpy(dtype=object, copy=True)
+            values[found] = None
+            frame[d], frame[_nan_flag(d)] = values, found
+        # each cell's value per key column, numbered: the released sets' boxes (``boxes.py``;
+        # NaN and NULL share a number, a coarser labelling, which makes fewer sets boxes)
         columns = [*self._dimensions, *(_null_flag(m) for m in self._measures)]
         self._codes = [pd.factorize(frame[c], use_na_sentinel=False)[0] for c in columns]
         casts = [f'"{_ID}"']
-        casts += [f'CAST("{d}" AS {self._types.get(d, "VARCHAR")}) AS "{d}"' for d in self._dimensions]
+        for d in self._dimensions:
+            cast = f'CAST("{d}" AS {self._types.get(d, "VARCHAR")})'
+            if d in nans:
+                cast = f"""CASE WHEN "{_nan_flag(d)}" THEN CAST('NaN' AS {self._types[d]}) ELSE {cast} END"""
+            casts.append(f'{cast} AS "{d}"')
         casts += [f'"{_null_flag(m)}"' for m in self._measures]
         self._con.register("_cells", frame)
         try:

@@ -2,7 +2,11 @@
 
 A cell of an answer is its grouping level (the keys not rolled up) and those keys'
 values, as they read after a round trip through the JSON log, so that the online audit
-and the offline replay of a log name the same cell the same way. The space is the
+and the offline replay of a log name the same cell the same way. A float NaN is named
+by the text the log keeps for it (``guard.result.NAN_TEXT``), not by NaN or by None: NaN
+is unequal to itself (two lookups of one NaN cell would miss each other), and None names
+the NULL group, a cell apart from the NaN group in the engine's GROUP BY and predicates
+(one name for both would merge two finest cells' query sets). The space is the
 auditor a statistic feeds: ``count`` for COUNT, ``sum(m)`` for SUM(m) and AVG(m) (AVG is
 audited as the SUM on the same query set).
 """
@@ -14,6 +18,7 @@ import json
 from typing import Any
 
 from guard.query.shape import AggFunc
+from guard.result import NAN_TEXT, is_nan
 
 __all__ = ["COUNT_SPACE", "CellKey", "normalized", "space_of"]
 
@@ -27,6 +32,8 @@ def normalized(value: Any) -> Any:
     """A group-key value as it reads after a round trip through the JSON log."""
     if type(value) in _SAME:
         return value  # the round trip gives it back unchanged (tested); most keys are these
+    if is_nan(value):
+        return NAN_TEXT  # as the log writes it (ProtectedResult.logged_rows)
     return json.loads(json.dumps(value, default=_text))
 
 
