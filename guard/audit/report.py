@@ -39,6 +39,7 @@ from typing import Any
 
 from guard.audit.chart import chart_svg, text_chart
 from guard.audit.offline import AuditResult, Determined, TimelinePoint
+from guard.result import NAN_TEXT, is_nan
 
 __all__ = ["SCHEMA", "group_text", "to_html", "to_json", "to_markdown"]
 
@@ -334,7 +335,10 @@ def _time(value: dt.datetime | None) -> str | None:
 
 
 def _value(value: Any) -> Any:
-    """A description value as JSON (dates as ISO text)."""
+    """A description value as JSON (dates as ISO text; a NaN as the log names it, since
+    JSON has no NaN and null is the NULL group: audit.json stays strict JSON)."""
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
+    if is_nan(value):
+        return NAN_TEXT
     return json.loads(json.dumps(value, default=str))

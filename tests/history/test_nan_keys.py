@@ -13,6 +13,8 @@ beside a 1.5 group and a NULL group of six. ``GROUP BY score`` and then the same
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ from guard import Guard
 from guard.audit.cellsets import GuardCells
 from guard.audit.logsource import entries_from_store
 from guard.audit.offline import AuditResult, audit_log
+from guard.audit.report import to_json
 from guard.history.finest import FinestCells
 from guard.query.front import read_query
 
@@ -147,6 +150,11 @@ def test_the_replay_finds_what_the_nan_cells_disclose(unaudited: Guard) -> None:
     assert [c.cell for c in lonely.cells] == ["score=nan", "score=nan"]
     assert lonely.description is not None and lonely.description["region"] == "b"
     assert math.isnan(lonely.description["score"])  # type: ignore[arg-type]
+    # the auditor's document names it as the log does, and stays strict JSON
+    document = to_json(result, policy="p", log="l", generated=dt.datetime(2026, 11, 28, tzinfo=dt.UTC))
+    text = json.dumps(document, allow_nan=False)
+    [described] = [g for g in json.loads(text)["determined"] if g["disclosure"]]
+    assert described["description"] == {"region": "b", "score": "NaN"}
 
 
 def test_the_live_audit_names_the_nan_cell_and_withholds_its_difference(audited: Guard) -> None:
