@@ -158,10 +158,13 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
             f"(method: {', '.join(methods)})"
         )
     if by_history:
+        # the store keeps that the history audit withheld them, not which of its controls
+        # (a disclosure, a sensitive cell, its search budget, ...): say no more than that
         notes.append(
             f"{by_history} of {total} cells withheld by the exact history audit, as when they were asked "
-            "before: with the answers already given, they would reveal a total that the sensitivity "
-            "rules protect"
+            "before and for the control that answer's note named (with the answers already given, a "
+            "release that would reveal the total of a small group or of a protected cell, or that the "
+            "audit could not show safe within its budget)"
         )
     # only this answer's cells: counting never-released cells would say something about them
     audited = sum(len(r.requirements.keys() & r.current) for r in decision.reports if r.table is not None)
@@ -174,9 +177,10 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
 
 
 _REFUSED_HISTORY = (
-    "refused by the exact history audit, as when this was asked before: with the answers already "
-    "given, this value would reveal a total that the sensitivity rules protect. Ask about groups that "
-    "differ from earlier questions, or group by fewer dimensions"
+    "refused by the exact history audit, as when this was asked before and for the control that "
+    "refusal named (with the answers already given, a release that would reveal the total of a small "
+    "group or of a protected cell, or that the audit could not show safe within its budget). Ask about "
+    "groups that differ from earlier questions, or group by fewer dimensions"
 )
 
 #: how a pattern was chosen, in the note (SpaceReport.method)

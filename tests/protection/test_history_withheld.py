@@ -204,3 +204,19 @@ def test_with_the_history_audit_off_a_cell_the_first_table_narrowed_is_capped_no
         guard.query(FIRST, "analyst")
         with pytest.raises(GuardError):
             guard.query(SECOND, "analyst")
+
+
+def test_a_repeat_names_no_control_the_store_does_not_keep(tmp_path: Path) -> None:
+    """The store keeps that the history audit withheld a cell, not which of its controls
+    did (a small group, a protected cell, its search budget: bench_first's q12 at 100k
+    rows withholds 1,854 cells over the budget). The repeat's note said "a total that the
+    sensitivity rules protect" for every control; it now names the history audit, points
+    to the first answer's note, and claims no one control."""
+    path = _policy(tmp_path, _data(0))
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        first = guard.query(FIRST, "analyst")
+        again = guard.query(FIRST, "analyst")
+    [named] = [note for note in first.notes if "history audit" in note]
+    [replayed] = [note for note in again.notes if "history audit" in note]
+    assert "as when they were asked before" in replayed and "the control that answer's note named" in replayed
+    assert "sensitivity rules" in named and "sensitivity rules" not in replayed
