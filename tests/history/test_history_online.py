@@ -442,3 +442,22 @@ def _counted_implied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from guard.history.span import SpanAuditor
 
     return _counted(monkeypatch, SpanAuditor, "implied")
+
+
+def test_a_cell_withheld_before_later_releases_of_its_answer_is_withheld_again_unread(
+    open_students: Callable[..., Guard], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell withheld before the same answer releases others is stamped at the answer's
+    end (still not implied: withheld again for the same control), so its repeat reads no
+    cell again (bench_first's q19 re-read 324 at its first repeat), with the same answer."""
+    asked = _counted_implied(monkeypatch)
+    guard = open_students(unlinked)
+    guard.query(EE_TOTAL.sql, "alice")
+    # EE first: withheld (it would give Baker away), then CS released, which moves the version
+    men = "SELECT major, SUM(income) FROM students WHERE sex = 'Male' GROUP BY major ORDER BY major DESC"
+    first = guard.query(men, "alice")
+    assert first.rows == [["EE", None], ["CS", 210000]]
+    before = asked[0]
+    again = guard.query(men, "alice")
+    assert (again.rows, again.flags, again.notes) == (first.rows, first.flags, first.notes)
+    assert asked[0] == before  # neither cell read again
