@@ -34,10 +34,9 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from guard.arrays import distinct
 from guard.highs import lp_model
 from guard.suppression.certificates import Certificates
-from guard.suppression.entries import linked_labels, positions
+from guard.suppression.entries import linked_labels, paired_arrays, submatrix_arrays
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -196,18 +195,13 @@ class DeviationLp:
         cells = self.component(hidden, p)
         k = len(cells)
         # the columns of ``cells`` over the relations they are in, as [part, -part],
-        # gathered from the table's CSC arrays (scipy's slicing and stacking cost as
-        # much as the LP): the same matrix, entries in the same order
-        pointer = self._csc.indptr
-        counts = pointer[cells + 1] - pointer[cells]
-        where = positions(pointer, cells)
-        rows = distinct(self._csc.indices[where])
+        # gathered from the table's CSC arrays as the heuristic's LPs are (scipy's slicing
+        # and stacking cost as much as the LP): the same matrix, entries in the same order
+        indptr, indices, data, rows = submatrix_arrays(self._csc, cells)
         if not len(rows):  # no relation holds p: it moves alone within its bounds
             lone = np.array([level if upward else -level])
             return (cells, lone) if (self._up if upward else self._down)[p] >= level else None
-        local = np.searchsorted(rows, self._csc.indices[where]).astype(np.int32)
-        values = self._csc.data[where].astype(np.float64)
-        column = np.concatenate([[0], np.cumsum(counts)])
+        start, index, value = paired_arrays(indptr, indices, data)
         hi_plus = self._up[cells].copy()
         hi_minus = self._down[cells].copy()
         lo_plus = np.zeros(k)
@@ -227,9 +221,9 @@ class DeviationLp:
         lp.col_upper_ = np.concatenate([hi_plus, hi_minus])
         lp.row_lower_ = lp.row_upper_ = np.zeros(len(rows))
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.concatenate([column, column[1:] + column[-1]]).astype(np.int32)
-        lp.a_matrix_.index_ = np.concatenate([local, local])
-        lp.a_matrix_.value_ = np.concatenate([values, -values])
+        lp.a_matrix_.start_ = start
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = value
         highs = self._highs
         highs.passModel(lp)
         highs.run()
