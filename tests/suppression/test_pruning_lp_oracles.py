@@ -28,6 +28,7 @@ from guard.highs import lp_model
 from guard.suppression import TOTAL, Key, Protection, Relation, Table, Weight
 from guard.suppression.certificates import Certificates
 from guard.suppression.costs import perturbed_costs
+from guard.suppression.entries import paired_arrays, submatrix_arrays
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.model import Levels, required_levels
 from guard.suppression.redundancy import DeviationLp
@@ -199,3 +200,19 @@ def test_the_pruning_lp_is_the_lp_scipy_builds(
     assert outcomes["found"] > 0
     if kind != "linked":  # random parts of a pattern leave some levels out of reach
         assert outcomes["none"] > 0
+
+
+@pytest.mark.parametrize("kind", ["2d", "3d", "hierarchy", "linked"])
+def test_the_arrays_reach_highs_without_a_copy(kind: str, cube_table: CubeTable) -> None:
+    """HiGHS's array signature (``LpSolver.solve``) takes int32 indices and float64
+    values and casts anything else by a silent copy (an int64 index past 2**31 would
+    wrap): the arrays the pruning and the heuristic hand it are already of those types,
+    so ``LpSolver``'s conversion returns them as they are."""
+    table, _, _, hidden = _case(kind, 3, cube_table)
+    cells = np.array(sorted(hidden), dtype=int)
+    indptr, indices, data, rows = submatrix_arrays(table.csc, cells)
+    start, index, value = paired_arrays(indptr, indices, data)
+    assert len(rows) > 0 and int(start[-1]) == 2 * int(indptr[-1])
+    for array in (start, index):
+        assert np.asarray(array, dtype=np.int32) is array
+    assert np.asarray(value, dtype=np.float64) is value
