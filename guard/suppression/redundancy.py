@@ -30,14 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-import highspy
 import numpy as np
 from scipy import sparse
 
-from guard.arrays import distinct
-from guard.highs import lp_model
+from guard.highs import LpSolver, LpStatus
 from guard.suppression.certificates import Certificates
-from guard.suppression.entries import linked_labels, positions
+from guard.suppression.entries import linked_labels, paired_arrays, submatrix_arrays
 from guard.suppression.model import Block, Levels, level_blocks
 from guard.suppression.table import Table
 
@@ -149,7 +147,6 @@ class DeviationLp:
 
     def __init__(self, table: Table, costs: np.ndarray) -> None:
         a, lb, ub = table.arrays
-        self._csr: sparse.csr_matrix = table.matrix.tocsr()
         self._csc: sparse.csc_matrix = table.csc
         self._up = ub - a
         self._down = a - lb
@@ -160,9 +157,7 @@ class DeviationLp:
         # as solving it), the model passed anew each time (no basis carries over);
         # presolve off: these LPs of a few hundred columns solve in half the time
         # without it (measured: 12.5 -> 6.3 s of LPs on an 8 x 8 x 8 table)
-        empty = np.empty(0)
-        self._highs = lp_model(sparse.csc_matrix((0, 0)), empty, empty, empty, empty, empty)
-        self._highs.setOptionValue("presolve", "off")
+        self._solver = LpSolver(presolve=False)
         #: the last pattern's components: (pattern, its cells sorted, their labels)
         self._labelled: tuple[frozenset[int], np.ndarray, np.ndarray] | None = None
 
@@ -196,18 +191,12 @@ class DeviationLp:
         cells = self.component(hidden, p)
         k = len(cells)
         # the columns of ``cells`` over the relations they are in, as [part, -part],
-        # gathered from the table's CSC arrays (scipy's slicing and stacking cost as
-        # much as the LP): the same matrix, entries in the same order
-        pointer = self._csc.indptr
-        counts = pointer[cells + 1] - pointer[cells]
-        where = positions(pointer, cells)
-        rows = distinct(self._csc.indices[where])
+        # gathered from the table's CSC arrays as the heuristic's LPs are (scipy's slicing
+        # and stacking cost as much as the LP): the same matrix, entries in the same order
+        indptr, indices, data, rows = submatrix_arrays(self._csc, cells)
         if not len(rows):  # no relation holds p: it moves alone within its bounds
             lone = np.array([level if upward else -level])
             return (cells, lone) if (self._up if upward else self._down)[p] >= level else None
-        local = np.searchsorted(rows, self._csc.indices[where]).astype(np.int32)
-        values = self._csc.data[where].astype(np.float64)
-        column = np.concatenate([[0], np.cumsum(counts)])
         hi_plus = self._up[cells].copy()
         hi_minus = self._down[cells].copy()
         lo_plus = np.zeros(k)
@@ -220,20 +209,13 @@ class DeviationLp:
         if hi_plus[at] < lo_plus[at] or hi_minus[at] < lo_minus[at]:
             return None
         c = self._costs[cells]
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = 2 * k, len(rows)
-        lp.col_cost_ = np.concatenate([c, c])
-        lp.col_lower_ = np.concatenate([lo_plus, lo_minus])
-        lp.col_upper_ = np.concatenate([hi_plus, hi_minus])
-        lp.row_lower_ = lp.row_upper_ = np.zeros(len(rows))
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.concatenate([column, column[1:] + column[-1]]).astype(np.int32)
-        lp.a_matrix_.index_ = np.concatenate([local, local])
-        lp.a_matrix_.value_ = np.concatenate([values, -values])
-        highs = self._highs
-        highs.passModel(lp)
-        highs.run()
-        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        res = self._solver.solve(
+            np.concatenate([c, c]),
+            (*paired_arrays(indptr, indices, data), len(rows)),
+            np.zeros(len(rows)),
+            np.concatenate([lo_plus, lo_minus]),
+            np.concatenate([hi_plus, hi_minus]),
+        )
+        if res.status is not LpStatus.OPTIMAL:
             return None
-        x = np.asarray(highs.getSolution().col_value, dtype=np.float64)
-        return cells, x[:k] - x[k:]
+        return cells, res.x[:k] - res.x[k:]
