@@ -136,6 +136,10 @@ def solve_lp(
     return _result(highs)
 
 
+#: the largest count HiGHS's 32-bit integers hold (its ``kHighsIInf``)
+_HIGHS_INT = (1 << 31) - 1
+
+
 class LpSolver:
     """One HiGHS instance for a run of one-shot LPs (the heuristic solves thousands of
     small deviation LPs: a new instance each cost as much as the smaller ones' solve).
@@ -156,6 +160,12 @@ class LpSolver:
         column-wise arrays (no scipy matrix built)."""
         indptr, indices, data, rows = columns
         n = len(indptr) - 1
+        if max(int(indptr[-1]), rows, n) > _HIGHS_INT:
+            # HiGHS's integers are 32-bit: the int32 arrays below would wrap silently, a
+            # count raises a TypeError; an LP that cannot be passed is one not solved
+            # (FAILED: every caller withholds)
+            empty = np.empty(0)
+            return LpResult(LpStatus.FAILED, empty, empty, float("nan"))
         sides: npt.NDArray[np.float64] = np.asarray(rhs, dtype=np.float64)
         # the arrays straight to HiGHS (its C signature, every column continuous): the same
         # model as through a HighsLp (tested bit for bit), whose attributes copied each

@@ -104,3 +104,23 @@ def test_the_heuristics_deviation_without_presolve_is_an_optimum_of_the_same_lp(
         cost, best = float(costs @ np.abs(got)), float(costs @ np.abs(oracle))
         assert cost <= best * (1 + 1e-7) + 1e-9 and best <= cost * (1 + 1e-7) + 1e-9
     assert found >= 10
+
+
+def test_an_lp_past_highs_32_bit_counts_is_not_solved_rather_than_wrapped() -> None:
+    """HiGHS counts in 32 bits and the arrays go to it as int32: past 2**31 - 1 an index
+    would wrap silently into another model and a count raised a TypeError. Such an LP is
+    not passed: it is FAILED, which every caller treats as not solved (the cell is
+    withheld), and the solver still works."""
+    solver = LpSolver()
+    empty = np.zeros(0)
+    columns = (np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64), empty, 1 << 31)
+    wide = solver.solve(np.ones(1), columns, np.zeros(1), np.zeros(1), np.ones(1))
+    assert wide.status is LpStatus.FAILED
+    fine = solver.solve(
+        np.ones(1),
+        (np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int64), empty, 0),
+        empty,
+        np.zeros(1),
+        np.ones(1),
+    )
+    assert fine.status is LpStatus.OPTIMAL and fine.x.tolist() == [0.0]
