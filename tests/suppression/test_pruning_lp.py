@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import highspy
 import numpy as np
 import pytest
-from scipy import sparse
 
-from guard.highs import lp_model
 from guard.suppression import Table, Weight
 from guard.suppression.certificates import Certificates
 from guard.suppression.costs import perturbed_costs
 from guard.suppression.heuristic import solve_heuristic
 from guard.suppression.redundancy import DeviationLp, drop_redundant, drop_redundant_below
+from tests.suppression.test_pruning_lp_oracles import _fresh_highs, _scipy_lp
 from tests.suppression.test_redundancy import problem
 
 CubeTable = Callable[[np.ndarray], Table]
@@ -43,34 +41,7 @@ def _plain_lp(
     table: Table, costs: np.ndarray, cells: np.ndarray, p: int, level: float, up: bool
 ) -> np.ndarray | None:
     """The pruning's LP built by scipy slicing and stacking, solved by a fresh model."""
-    a, lb, ub = table.arrays
-    sub = table.csc[:, cells]
-    rows = np.unique(sub.indices)
-    part = sub[rows]
-    k = len(cells)
-    hi_plus, hi_minus = (ub - a)[cells].copy(), (a - lb)[cells].copy()
-    lo_plus, lo_minus = np.zeros(k), np.zeros(k)
-    at = int(np.searchsorted(cells, p))
-    if up:
-        lo_plus[at], hi_minus[at] = level, 0.0
-    else:
-        lo_minus[at], hi_plus[at] = level, 0.0
-    c = (costs / costs.max())[cells]
-    zero = np.zeros(len(rows))
-    highs = lp_model(
-        sparse.hstack([part, -part], format="csc"),
-        np.concatenate([c, c]),
-        np.concatenate([lo_plus, lo_minus]),
-        np.concatenate([hi_plus, hi_minus]),
-        zero,
-        zero,
-    )
-    highs.setOptionValue("presolve", "off")
-    highs.run()
-    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
-    x = np.asarray(highs.getSolution().col_value)
-    return x[:k] - x[k:]
+    return _fresh_highs(_scipy_lp(table, costs, cells, p, level, up))
 
 
 @pytest.mark.parametrize("seed", [1, 3])
