@@ -263,7 +263,7 @@ class Guard:
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
             screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
-            statuses = screened_releases(decision, front.shape, screened.withheld)
+            statuses = screened_releases(decision, front.shape, screened.controls)
             releases = self.linker.new_releases(statuses, info, who.name)
             # 7 queued in decision order, committed below with the records queued meanwhile; the
             # next decision sees these releases (if the commit fails, it is only stricter)

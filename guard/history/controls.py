@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["HistoryControl", "note", "ordered", "refusal"]
+__all__ = ["HistoryControl", "control_text", "note", "ordered", "refusal"]
 
 
 class HistoryControl(Enum):
@@ -49,3 +49,8 @@ def refusal(controls: list[HistoryControl], k: int) -> str:
 def note(withheld: int, controls: list[HistoryControl], k: int) -> str:
     reasons = "; ".join(_CONTROL_TEXT[c].format(k=k) for c in controls)
     return f"{withheld} value(s) withheld by the {reasons}"
+
+
+def control_text(control: str, k: int) -> str:
+    """The words of one control (a :class:`HistoryControl` value), as its notes say it."""
+    return _CONTROL_TEXT[HistoryControl(control)].format(k=k)

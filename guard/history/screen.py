@@ -41,7 +41,7 @@ and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -109,6 +109,8 @@ class Screened:
     write: HistoryWrite | None
     withheld: frozenset[tuple[int, int]] = frozenset()
     notes: tuple[str, ...] = ()
+    #: each withheld position's control (its ``HistoryControl`` value), kept with it
+    controls: Mapping[tuple[int, int], str] = field(default_factory=dict)
 
 
 class HistoryScreen:
@@ -229,8 +231,7 @@ class HistoryScreen:
         by_aggregate = {a: s for s in sets for a in s.aggregates}
         written: list[AuditedSet] = []
         published = 0
-        withheld: set[tuple[int, int]] = set()
-        controls: set[HistoryControl] = set()
+        withheld: dict[tuple[int, int], HistoryControl] = {}  # position: its control
         begun: set[int] = set()
         stamped: list[tuple[_State, tuple[Hashable, CellKey], Ids]] = []  # held in this answer
         for r, key in enumerate(matched):
@@ -248,16 +249,14 @@ class HistoryScreen:
                     continue
                 held = state.held.get(remembered)
                 if held is not None and held[1] == state.auditor.version:  # nothing changed
-                    withheld.add((r, position))
-                    controls.add(held[0])
+                    withheld[(r, position)] = held[0]
                     continue
                 cells = space_cells.cells.get(key)
                 ids = None if cells is None else rows.ids(info.data_version, cells)
                 if cells is None or ids is None or ids.size == 0:
                     # a published cell whose rows the audit cannot name is not released
                     # unaudited: withhold it
-                    withheld.add((r, position))
-                    controls.add(HistoryControl.UNMATCHED)
+                    withheld[(r, position)] = HistoryControl.UNMATCHED
                     continue
                 if id(state) not in begun:
                     state.groups.begin_answer()  # one search budget for the answer's cells
@@ -267,8 +266,7 @@ class HistoryScreen:
                 total = released_sum(shape, measured, grid.cells[order[r]], output.index, value)
                 control = self._check(state, rows.cells, ids, total, table, space_cells.space)
                 if control is not None:
-                    withheld.add((r, position))
-                    controls.add(control)
+                    withheld[(r, position)] = control
                     if space_cells.selection is not None and len(state.held) < MAX_IN_SPAN:
                         state.held[remembered] = (control, state.auditor.version)
                         stamped.append((state, remembered, ids))
@@ -290,13 +288,14 @@ class HistoryScreen:
             held = state.held[remembered]
             if held[1] != state.auditor.version and not state.auditor.implied(ids):
                 state.held[remembered] = (held[0], state.auditor.version)
+        controls = set(withheld.values())
         if withheld and not published:
             raise QueryRefused(refusal(ordered(controls), self.k))
         notes = (note(len(withheld), ordered(controls), self.k),) if withheld else ()
         if written:
             rows.ready()  # a version's releases are logged only once its identities are stored
         write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
-        return Screened(write, frozenset(withheld), notes)
+        return Screened(write, frozenset(withheld), notes, {p: c.value for p, c in withheld.items()})
 
     def close(self) -> None:
         self._background.shutdown(wait=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 from guard.cells import CellGrid
 from guard.errors import QueryRefused
+from guard.history.controls import control_text
 from guard.policy.model import Protection
 from guard.protection.decide import REFUSED_LINKED, Decision, Withheld, WithheldKind, decide
 from guard.protection.linking import Linking, standalone
@@ -93,7 +94,11 @@ def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:
     if reason.kind is WithheldKind.SECONDARY:
         return REFUSED_LINKED
     if reason.kind is WithheldKind.HISTORY:
-        return _REFUSED_HISTORY
+        why = _history_reason(reason.rule, protection.history_k)
+        return (
+            f"refused, as when this was asked before, by the {why}. Ask about groups that differ "
+            "from earlier questions, or group by fewer dimensions"
+        )
     if reason.rule.startswith(qss.NAME):
         return qss.refusal_reason(grid.cells[0][0], k, full)
     return (
@@ -131,12 +136,13 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
     k = protection.min_query_set_size
     size_rule = f"{qss.NAME}(k={k})"
     by_rule: dict[str, int] = {}
-    secondary = by_history = 0
+    by_history: dict[str, int] = {}  # per control recorded ("": none)
+    secondary = 0
     for why in withheld.values():
         if why.kind is WithheldKind.SECONDARY:
             secondary += 1
         elif why.kind is WithheldKind.HISTORY:
-            by_history += 1
+            by_history[why.rule] = by_history.get(why.rule, 0) + 1
         else:
             by_rule[why.rule] = by_rule.get(why.rule, 0) + 1
     notes = []
@@ -158,13 +164,10 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
             f"(method: {', '.join(methods)})"
         )
     if by_history:
-        # the store keeps that the history audit withheld them, not which of its controls
-        # (a disclosure, a sensitive cell, its search budget, ...): say no more than that
+        reasons = "; ".join(_history_reason(c, protection.history_k) for c in sorted(by_history))
         notes.append(
-            f"{by_history} of {total} cells withheld by the exact history audit, as when they were asked "
-            "before and for the control that answer's note named (with the answers already given, a "
-            "release that would reveal the total of a small group or of a protected cell, or that the "
-            "audit could not show safe within its budget)"
+            f"{sum(by_history.values())} of {total} cells withheld, as when they were asked before, "
+            f"by the {reasons}"
         )
     # only this answer's cells: counting never-released cells would say something about them
     audited = sum(len(r.requirements.keys() & r.current) for r in decision.reports if r.table is not None)
@@ -176,12 +179,17 @@ def _notes(shape: QueryShape, grid: CellGrid, decision: Decision, protection: Pr
     return notes
 
 
-_REFUSED_HISTORY = (
-    "refused by the exact history audit, as when this was asked before and for the control that "
-    "refusal named (with the answers already given, a release that would reveal the total of a small "
-    "group or of a protected cell, or that the audit could not show safe within its budget). Ask about "
-    "groups that differ from earlier questions, or group by fewer dimensions"
-)
+def _history_reason(control: str, k: int) -> str:
+    """The words of the history audit's control that withheld a cell before ("": none was
+    recorded with it, before session 20: the store kept that the audit withheld it only)."""
+    if control:
+        return control_text(control, k)
+    return (
+        "exact history audit, for the control that answer's note named (with the answers already "
+        "given, a release that would reveal the total of a small group or of a protected cell, or "
+        "that the audit could not show safe within its budget)"
+    )
+
 
 #: how a pattern was chosen, in the note (SpaceReport.method)
 _METHOD_WORDS = {

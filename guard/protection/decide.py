@@ -91,7 +91,8 @@ class WithheldKind(Enum):
     #: complementary: withheld so that no sensitive cell can be recomputed
     SECONDARY = "secondary"
     #: withheld by the exact history audit when it was answered before (the audit, which
-    #: runs after this stage, withholds the cells of a new answer itself)
+    #: runs after this stage, withholds the cells of a new answer itself); ``rule`` is the
+    #: audit's control then (a ``HistoryControl`` value), "" when none was recorded
     HISTORY = "history"
 
 
@@ -168,7 +169,7 @@ def decide(
         verdicts = {key: judged(cell, space) for key, cell in current.items()}
         history = linking.history.get(space, {}) if linked else {}
         report = _protect_space(space, current, verdicts, history, linking, protection, explain)
-        audited = frozenset(k for k in current if history.get(k) is ReleaseStatus.WITHHELD_BY_HISTORY)
+        audited = frozenset(k for k in current if k in history and history[k].by_history)
         report = replace(report, audited=audited & report.suppressed)
         reports.append(report)
         status: dict[Key, ReleaseStatus] = {}
@@ -180,8 +181,8 @@ def decide(
             verdict = verdicts[key]
             if verdict.sensitive:
                 reason = Withheld(WithheldKind.PRIMARY, verdict.rule)
-            elif key in report.audited:  # stays the history audit's, for the notes and the next answer
-                reason, status[key] = Withheld(WithheldKind.HISTORY), ReleaseStatus.WITHHELD_BY_HISTORY
+            elif key in report.audited:  # stays the history audit's, its control with it (the notes)
+                reason, status[key] = Withheld(WithheldKind.HISTORY, history[key].control or ""), history[key]
             else:
                 reason = Withheld(WithheldKind.SECONDARY)
             for a in members:

@@ -12,7 +12,7 @@ its row is withheld (one published value, a sum or the average beside it, states
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 
 from guard.protection.decide import Decision
 from guard.protection.keys import space_of
@@ -24,17 +24,20 @@ __all__ = ["screened_releases"]
 
 
 def screened_releases(
-    decision: Decision, shape: QueryShape, screened: Collection[tuple[int, int]]
+    decision: Decision, shape: QueryShape, screened: Mapping[tuple[int, int], str]
 ) -> dict[str, dict[Key, ReleaseStatus]]:
     """``decision.releases`` with the keys the history audit withheld (``screened``: its
-    (answer row, output) positions) marked :attr:`ReleaseStatus.WITHHELD_BY_HISTORY`."""
+    (answer row, output) positions, each with the control that withheld it) marked
+    withheld by the history audit with that control (:meth:`ReleaseStatus.by_control`:
+    a repeat's note names it again; of a row's several aggregates, the first control)."""
     if not screened:
         return decision.releases
     shown: dict[str, list[int]] = {}  # per quantity: its aggregates the answer shows
     for output in shape.outputs:
         if output.kind is OutputKind.AGGREGATE:
             shown.setdefault(space_of(shape.aggregates[output.index]), []).append(output.index)
-    by_history = {(decision.order[r], shape.outputs[p].index) for r, p in screened}
+    # (grid row, aggregate): the control that withheld it
+    by_history = {(decision.order[r], shape.outputs[p].index): c for (r, p), c in screened.items()}
     releases = {space: dict(cells) for space, cells in decision.releases.items()}
     for space, aggregates in shown.items():
         cells = releases.get(space)
@@ -44,5 +47,6 @@ def screened_releases(
             key = decision.keys[row]
             hidden = all((row, a) in by_history or (row, a) in decision.withheld for a in aggregates)
             if hidden and cells.get(key) is ReleaseStatus.PUBLISHED:
-                cells[key] = ReleaseStatus.WITHHELD_BY_HISTORY
+                control = min(by_history[(row, a)] for a in aggregates if (row, a) in by_history)
+                cells[key] = ReleaseStatus.by_control(control)
     return releases

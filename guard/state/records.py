@@ -50,7 +50,35 @@ class ReleaseStatus(Enum):
     WITHHELD = "withheld"
     #: published by the cell suppression, withheld by the exact history audit: unknown
     #: to the analyst like any withheld cell, and withheld again for the same reason
+    #: (this one: recorded before the audit's control was kept with it)
     WITHHELD_BY_HISTORY = "withheld-by-history"
+    #: the same, with the control of the history audit that withheld it
+    #: (``guard.history.controls.HistoryControl``), which a repeat's note names again
+    HISTORY_EXHAUSTED = "withheld-by-history:exhausted"
+    HISTORY_INTERVAL = "withheld-by-history:interval"
+    HISTORY_OVERLAP = "withheld-by-history:overlap"
+    HISTORY_SENSITIVE = "withheld-by-history:sensitive"
+    HISTORY_SPAN = "withheld-by-history:span"
+    HISTORY_UNMATCHED = "withheld-by-history:unmatched"
+
+    @property
+    def by_history(self) -> bool:
+        """Withheld by the exact history audit (after the suppression published it)."""
+        return self.value.startswith(_BY_HISTORY)
+
+    @property
+    def control(self) -> str | None:
+        """The history audit's control that withheld it, if recorded."""
+        _, _, control = self.value.partition(":")
+        return control if self.by_history and control else None
+
+    @classmethod
+    def by_control(cls, control: str) -> ReleaseStatus:
+        """Withheld by the history audit's ``control`` (a ``HistoryControl`` value)."""
+        return cls(f"{_BY_HISTORY}:{control}")
+
+
+_BY_HISTORY = "withheld-by-history"
 
 
 @dataclass(frozen=True)

@@ -294,10 +294,11 @@ class StateStore:
     ) -> list[tuple[str, str, ReleaseStatus]]:
         """(space, cell key, status) of every cell released on ``table`` at ``data_version``,
         to ``analyst`` only or (None) to anyone; a cell published to anyone in scope
-        counts as published, one withheld by the suppression to anyone as withheld by it."""
+        counts as published, one withheld by the suppression to anyone as withheld by it,
+        else as the history audit withheld it last (its control, as memory keeps it)."""
         query = (
             "SELECT space, cell_key, CASE WHEN bool_or(status = 'published') THEN 'published' "
-            "WHEN bool_or(status = 'withheld') THEN 'withheld' ELSE 'withheld-by-history' END "
+            "WHEN bool_or(status = 'withheld') THEN 'withheld' ELSE arg_max(status, log_id) END "
             "FROM released_cells WHERE data_version = ? AND table_name = ?"
         )
         params: list[Any] = [data_version, table]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,7 +154,10 @@ def test_a_repeat_withholds_them_again_as_the_history_audits_and_explain_says_so
     assert again.flags == first.flags
     withheld = sum(flag[2] == "suppressed" for flag in first.flags)
     assert withheld and any(
-        note.startswith(f"{withheld} of 12 cells withheld by the exact history audit") for note in again.notes
+        note.startswith(
+            f"{withheld} of 12 cells withheld, as when they were asked before, by the exact history audit"
+        )
+        for note in again.notes
     )
     assert [c.status for c in explained.cells] == ["history audit"] * withheld
     # and so after a restart, from the store
@@ -206,17 +210,45 @@ def test_with_the_history_audit_off_a_cell_the_first_table_narrowed_is_capped_no
             guard.query(SECOND, "analyst")
 
 
-def test_a_repeat_names_no_control_the_store_does_not_keep(tmp_path: Path) -> None:
-    """The store keeps that the history audit withheld a cell, not which of its controls
-    did (a small group, a protected cell, its search budget: bench_first's q12 at 100k
-    rows withholds 1,854 cells over the budget). The repeat's note said "a total that the
-    sensitivity rules protect" for every control; it now names the history audit, points
-    to the first answer's note, and claims no one control."""
+def test_a_repeat_names_the_control_that_withheld_its_cells_also_after_a_restart(tmp_path: Path) -> None:
+    """The store keeps each cell the history audit withheld with the audit's control, so a
+    repeat's note names that control again, from memory and after a restart from the
+    store. Before, the repeat's note said "a total that the sensitivity rules protect"
+    whatever the control (bench_first's q12 withholds 1,854 cells over the search budget)."""
     path = _policy(tmp_path, _data(0))
     with Guard.open(path, state=tmp_path / "state") as guard:
         first = guard.query(FIRST, "analyst")
         again = guard.query(FIRST, "analyst")
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        restarted = guard.query(FIRST, "analyst")
     [named] = [note for note in first.notes if "history audit" in note]
+    reason = named.split("withheld by the ", 1)[1]  # "exact history audit: with answers ..."
+    assert reason.startswith("exact history audit") and "sensitivity rules protect" in reason
+    for repeat in (again, restarted):
+        assert repeat.flags == first.flags
+        [replayed] = [note for note in repeat.notes if "history audit" in note]
+        assert replayed.endswith(f"withheld, as when they were asked before, by the {reason}")
+
+
+def test_a_cell_recorded_without_its_control_is_named_by_the_history_audit_alone(tmp_path: Path) -> None:
+    """A store written before the control was kept holds only that the history audit
+    withheld the cell: the repeat's note names the audit, points to the first answer's
+    note and claims no one control."""
+    path = _policy(tmp_path, _data(0))
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        first = guard.query(FIRST, "analyst")
+    [store] = list((tmp_path / "state").glob("*.duckdb"))
+    con = duckdb.connect(str(store))
+    con.execute(
+        "UPDATE released_cells SET status = 'withheld-by-history' WHERE status LIKE 'withheld-by-history:%'"
+    )
+    con.close()
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        again = guard.query(FIRST, "analyst")
+    assert again.flags == first.flags
     [replayed] = [note for note in again.notes if "history audit" in note]
-    assert "as when they were asked before" in replayed and "the control that answer's note named" in replayed
-    assert "sensitivity rules" in named and "sensitivity rules" not in replayed
+    assert (
+        "as when they were asked before, by the exact history audit, for the control that answer's"
+        in replayed
+    )
+    assert "sensitivity rules protect" not in replayed
