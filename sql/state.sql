@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS released_cells (
     space         VARCHAR NOT NULL,  -- count(*) | count(col) | sum(col)
     cell_key      VARCHAR NOT NULL,  -- JSON: one tagged value per dimension, "*" = total
     analyst       VARCHAR NOT NULL,
-    status        VARCHAR NOT NULL,  -- published | withheld
+    status        VARCHAR NOT NULL,  -- published | withheld | withheld-by-history[:<control>]
     log_id        BIGINT NOT NULL,   -- the query_log row that released it
     PRIMARY KEY (data_version, table_name, space, cell_key, analyst)
 );
