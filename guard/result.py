@@ -199,7 +199,7 @@ class ProtectedResult:
         logged rows to cells by their keys (``guard.history.keys.normalized`` names both
         alike), and a NaN logged as null would be matched to the NULL cell: the NaN
         cell's release would go unaudited."""
-        return [[NAN_TEXT if is_nan(v) else _json_value(v) for v in row] for row in self.rows]
+        return [[_logged(v) for v in row] for row in self.rows]
 
     def to_pandas(self, flags: bool = False) -> pd.DataFrame:
         """The rows as a DataFrame (withheld cells are missing values); flags in ``.attrs``.
@@ -215,6 +215,21 @@ class ProtectedResult:
         frame.attrs["flags"] = [list(row) for row in self.flags]
         frame.attrs["notes"] = list(self.notes)
         return frame
+
+
+#: values the log keeps as they are (no NaN, no date)
+_PLAIN = frozenset({int, str, bool, type(None)})
+
+
+def _logged(value: Any) -> Any:
+    """A value as :meth:`ProtectedResult.logged_rows` keeps it (by exact type first: a
+    many-cell answer logs tens of thousands of values, most of them plain)."""
+    kind = type(value)
+    if kind is float:
+        return NAN_TEXT if value != value else value
+    if kind in _PLAIN:
+        return value
+    return NAN_TEXT if is_nan(value) else _json_value(value)
 
 
 def _json_value(value: Any) -> Any:

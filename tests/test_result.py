@@ -59,3 +59,22 @@ def test_answers_of_the_guard_are_immutable(students: Guard) -> None:
     result = students.query("SELECT major, SUM(income) FROM students GROUP BY major", analyst="alice")
     with pytest.raises(TypeError):
         result.rows[0][1] = 0
+
+
+def test_logged_rows_are_the_sent_rows_with_nan_named() -> None:
+    """The log keeps what ``to_dict`` sends, except a NaN (Python's or numpy's), which
+    it names "NaN" (the NULL group is null): value for value and type for type."""
+    import datetime as dt
+    import math
+
+    import numpy as np
+
+    values = [1, "x", None, True, 2.5, -0.0, math.inf, math.nan, np.float64("nan"), np.float64(3.0)]
+    values += [np.float32("nan"), np.int64(4), dt.date(2020, 1, 2), dt.datetime(2020, 1, 2, 3, 4)]
+    result = ProtectedResult(["v"], [[v] for v in values], [["released"]] * len(values))
+    sent = [row[0] for row in result.to_dict()["rows"]]
+    for value, logged, shown in zip(values, [row[0] for row in result.logged_rows()], sent, strict=True):
+        if isinstance(value, float | np.floating) and math.isnan(value):
+            assert logged == "NaN"
+        else:
+            assert logged == shown and type(logged) is type(shown)
