@@ -25,7 +25,7 @@ from guard.history.rowsets import RowIds, as_bitmap
 from guard.history.setrows import SmallSetRows
 from guard.history.steps import Ids
 
-__all__ = ["Probe", "ReleasedSets"]
+__all__ = ["Probe", "ReleasedSets", "product_mod"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,13 +230,7 @@ class ReleasedSets:
         # the sets in the order of the rows: the product sums the same terms exactly
         order = np.concatenate([small, large])
         picked = csr_matrix(coefficients[:, order], dtype=np.int64)
-        if used.size <= ONE_PRODUCT:
-            # each entry sums at most used.size residues < 2**50: exact in int64
-            return _reduced(picked @ membership, p), int(used.size)
-        high = _halves(picked, picked.data >> HALF) @ membership
-        low = _halves(picked, picked.data & LOW) @ membership
-        high.data = mul_mod(high.data % p, (1 << HALF) % p, p)
-        return _reduced(high + low, p), int(used.size)
+        return product_mod(picked, membership, p), int(used.size)
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:
         """Tags of the sets with a nonzero coefficient."""
@@ -251,6 +245,18 @@ class ReleasedSets:
             total += stats["n_bytes_array_containers"]
             total += stats["n_bytes_run_containers"] + stats["n_bytes_bitset_containers"]
         return total
+
+
+def product_mod(picked: csr_matrix, member: csr_matrix, p: int) -> csr_matrix:
+    """``picked @ member`` mod p without stored zeros, exactly: ``picked`` holds residues
+    (int64), ``member`` is 0/1 (sets x columns). One int64 product when each sum adds at
+    most ``ONE_PRODUCT`` residues (< 2**50 each), else in 25-bit halves."""
+    if picked.shape[1] <= ONE_PRODUCT:
+        return _reduced(picked @ member, p)
+    high = _halves(picked, picked.data >> HALF) @ member
+    low = _halves(picked, picked.data & LOW) @ member
+    high.data = mul_mod(high.data % p, (1 << HALF) % p, p)
+    return _reduced(high + low, p)
 
 
 def _halves(matrix: csr_matrix, data: npt.NDArray[np.int64]) -> csr_matrix:

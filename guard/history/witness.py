@@ -38,8 +38,8 @@ from scipy.sparse import csr_matrix
 
 from guard.arrays import distinct
 from guard.history.exposure import Exposure
-from guard.history.modular import HALF, LOW, ONE_PRODUCT, mul_mod
-from guard.history.released import Probe, ReleasedSets
+from guard.history.modular import ONE_PRODUCT
+from guard.history.released import Probe, ReleasedSets, product_mod
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids, Residues
 
@@ -84,8 +84,8 @@ def _values(
     released: ReleasedSets, m: int, entries: tuple[Ids, npt.NDArray[Any], Residues], rows: RowIds, p: int
 ) -> Residues:
     """``values_at`` of the coefficients given as (row, set, residue) entries, each
-    (row, set) once. Exact: int64 sums of at most ``ONE_PRODUCT`` residues, else of
-    25-bit halves."""
+    (row, set) once. Exact: int64 sums of at most ``ONE_PRODUCT`` residues, else
+    ``product_mod``."""
     owner, sets, value = entries
     used, column = np.unique(sets, return_inverse=True)
     if not used.size or not rows.size:
@@ -102,18 +102,13 @@ def _values(
         member[np.repeat(np.arange(used.size), sizes), places] = 1
         dense: Residues = (picked @ member) % p
         return dense
-    # larger: sparse products in 25-bit halves (a dense int64 product of thousands of
-    # sets x hundreds of rows x hundreds of positions took seconds a check)
+    # larger: the sparse exact product (a dense int64 product of thousands of sets x
+    # hundreds of rows x hundreds of positions took seconds a check)
     pointer = np.zeros(used.size + 1, dtype=places.dtype)
     np.cumsum(sizes, out=pointer[1:])
-    member_csr = csr_matrix(
-        (np.ones(places.size, dtype=np.int64), places, pointer), shape=(used.size, rows.size)
-    )
-    high, low = (
-        (csr_matrix((half, (owner, column)), shape=(m, used.size)) @ member_csr).toarray() % p
-        for half in (value >> HALF, value & LOW)
-    )
-    total: Residues = (mul_mod(high, (1 << HALF) % p, p) + low) % p
+    member = csr_matrix((np.ones(places.size, dtype=np.int64), places, pointer), shape=(used.size, rows.size))
+    picked = csr_matrix((np.asarray(value, dtype=np.int64), (owner, column)), shape=(m, used.size))
+    total: Residues = product_mod(picked, member, p).toarray()
     return total
 
 

@@ -97,7 +97,7 @@ def test_witnesses_and_reads_at_the_largest_atoms_decide_as_reading_every_atom(
     ("n", "releases", "read"),
     [
         (200, 40, 50),  # positions x sets x rows well under 2**20: one dense int64 product
-        (3000, 300, 2000),  # far over it: sparse products in 25-bit halves
+        (3000, 300, 2000),  # far over it: the sparse exact product (released.product_mod)
     ],
 )
 def test_values_at_gives_the_rows_of_every_atom_read_at_those_atoms(n: int, releases: int, read: int) -> None:
