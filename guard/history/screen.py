@@ -107,10 +107,13 @@ class Screened:
     released (persisted in the transaction of the answer's log row)."""
 
     write: HistoryWrite | None
-    withheld: frozenset[tuple[int, int]] = frozenset()
-    notes: tuple[str, ...] = ()
-    #: each withheld position's control (its ``HistoryControl`` value), kept with it
+    #: each withheld position and its control (its ``HistoryControl`` value, kept with it)
     controls: Mapping[tuple[int, int], str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def withheld(self) -> frozenset[tuple[int, int]]:
+        return frozenset(self.controls)
 
 
 class HistoryScreen:
@@ -295,7 +298,7 @@ class HistoryScreen:
         if written:
             rows.ready()  # a version's releases are logged only once its identities are stored
         write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
-        return Screened(write, frozenset(withheld), notes, {p: c.value for p, c in withheld.items()})
+        return Screened(write, {p: c.value for p, c in withheld.items()}, notes)
 
     def close(self) -> None:
         self._background.shutdown(wait=True)

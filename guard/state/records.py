@@ -64,7 +64,7 @@ class ReleaseStatus(Enum):
     @property
     def by_history(self) -> bool:
         """Withheld by the exact history audit (after the suppression published it)."""
-        return self.value.startswith(_BY_HISTORY)
+        return self.value.startswith(ReleaseStatus.WITHHELD_BY_HISTORY.value)
 
     @property
     def control(self) -> str | None:
@@ -75,10 +75,7 @@ class ReleaseStatus(Enum):
     @classmethod
     def by_control(cls, control: str) -> ReleaseStatus:
         """Withheld by the history audit's ``control`` (a ``HistoryControl`` value)."""
-        return cls(f"{_BY_HISTORY}:{control}")
-
-
-_BY_HISTORY = "withheld-by-history"
+        return cls(f"{cls.WITHHELD_BY_HISTORY.value}:{control}")
 
 
 @dataclass(frozen=True)
