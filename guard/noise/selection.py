@@ -58,11 +58,19 @@ class _Column:
     low: tuple[Any, bool] | None = None  # (bound, inclusive)
     high: tuple[Any, bool] | None = None
     contradicted: bool = False  # IS NULL and IS NOT NULL both said
+    #: one form per class of equal constants (3 and 3.0): sets and bounds keep whichever
+    #: came first, so the key names each by the first type name instead, whatever the
+    #: conjuncts' order (a key that moved with the order would draw fresh noise)
+    forms: dict[Any, Any] = field(default_factory=dict)
 
     def add(self, predicate: Predicate) -> None:
         op, values = predicate.op, predicate.values
         if self.integer:  # 30.0 and 30 are one value of an integer column
             values = tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in values)
+        for value in values:
+            seen = self.forms.get(value)
+            if seen is None or type(value).__name__ < type(seen).__name__:
+                self.forms[value] = value
         if op in (PredOp.IS_NULL, PredOp.IS_NOT_NULL):
             wanted = op is PredOp.IS_NULL
             self.contradicted = self.contradicted or self.null is (not wanted)
@@ -103,7 +111,7 @@ class _Column:
             kept = {v for v in self.values if self._inside(v) and v not in self.excluded}
             if not kept:
                 raise _Contradiction
-            return {"in": _sorted(kept)}
+            return {"in": _sorted({self._form(v) for v in kept})}
         if self.low and self.high:
             (lo, lo_in), (hi, hi_in) = self.low, self.high
             if lo > hi or (lo == hi and not (lo_in and hi_in)):
@@ -111,18 +119,21 @@ class _Column:
             if lo == hi:
                 if lo in self.excluded:
                     raise _Contradiction
-                return {"in": [jsonable(lo)]}
+                return {"in": [jsonable(self._form(lo))]}
         out: dict[str, Any] = {}
         if self.low:
-            out["ge" if self.low[1] else "gt"] = jsonable(self.low[0])
+            out["ge" if self.low[1] else "gt"] = jsonable(self._form(self.low[0]))
         if self.high:
-            out["le" if self.high[1] else "lt"] = jsonable(self.high[0])
-        excluded = [v for v in self.excluded if self._inside(v)]
+            out["le" if self.high[1] else "lt"] = jsonable(self._form(self.high[0]))
+        excluded = [self._form(v) for v in self.excluded if self._inside(v)]
         if excluded:
             out["ne"] = _sorted(excluded)
         if not out and self.null is False:
             out["is"] = "not null"
         return out or None
+
+    def _form(self, value: Any) -> Any:
+        return self.forms.get(value, value)
 
     def _close_integer_bounds(self) -> None:
         if self.low and _is_number(self.low[0]):

@@ -387,3 +387,19 @@ def test_a_disjunction_is_part_of_the_selection_and_never_mistaken_for_a_column(
     assert key(eq("town", "Barnet"), either) == with_it
     other = AnyOf((cmp("age", PredOp.GE, 31), eq("town", "Enfield")))
     assert key(other, eq("town", "Barnet")) != with_it
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (Predicate("w", PredOp.IN, (3.0,)), Predicate("w", PredOp.IN, (3,))),
+        (Predicate("w", PredOp.GE, (3.0,)), Predicate("w", PredOp.GE, (3,))),
+        (Predicate("w", PredOp.NE, (3.0,)), Predicate("w", PredOp.NE, (3,))),
+        (Predicate("w", PredOp.BETWEEN, (3.0, 3.0)), Predicate("w", PredOp.LE, (3,))),
+    ],
+)
+def test_equal_constants_of_two_types_give_one_key_in_either_order(pair: tuple[Predicate, Predicate]) -> None:
+    """3 and 3.0 are one constant: the key must not take the form of whichever came first
+    (hypothesis found IN (3.0) AND IN (3) keyed [3.0] or [3] by the order)."""
+    first, second = pair
+    assert cell_selection([first, second], [], {}) == cell_selection([second, first], [], {})
