@@ -20,6 +20,7 @@ from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid, CellReader
 from guard.errors import AccessDenied, GuardError, InternalError, NoBudgets, QueryRejected
 from guard.history.finest import SpaceCells
+from guard.history.preview import preview
 from guard.history.screen import FinestSensitivity, HistoryScreen, Screened
 from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
@@ -298,8 +299,8 @@ class Guard:
 
     def explain(self, sql: str, analyst: str) -> Explanation:
         """What :meth:`query` would withhold and why, for data stewards: each withheld
-        cell's feasibility interval against its protection level. Releases nothing and
-        records nothing as released (the request is logged as "explained").
+        cell's interval against its protection level, each value the history audit would
+        withhold and its control. Releases nothing (the request is logged as "explained").
 
         The protection levels come from confidential contributions: never show an
         explanation to an analyst.
@@ -318,19 +319,20 @@ class Guard:
                     f"explain shows cell suppression, and {front.table.name} is answered to {who.name} "
                     "with noise: nothing is suppressed; the answer's notes give each column's noise scale"
                 )
-            shape, grid = self._cells(front.shape, info)
-            protection = self.policy.protection
+            (shape, grid), protection = self._cells(front.shape, info), self.policy.protection
             with self._release_lock:
                 linking = self.linker.linking(who, front.table, front.shape, info)
                 linking = self._patterns.linking(linking, front.shape, info)
                 result, decision = protect_with_decision(shape, grid, protection, linking, explain=True)
-                self.recorder.explained(request.facts(bound=False), result)
+                seen = preview(self.history, who.name, front.shape, info, result, grid, decision.order, shape)
+                self.recorder.explained(request.facts(bound=False), seen.result)
         except GuardError as error:
             self.recorder.failed(request.facts(bound=False), error)
             raise
         except Exception as error:
             raise self._internal(request, error) from error
-        return explain_decision(result, decision, linking, protection.suppression.audit_limit, front.shape)
+        limit = protection.suppression.audit_limit
+        return explain_decision(seen.result, decision, linking, limit, front.shape, seen.held)
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""

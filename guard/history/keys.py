@@ -17,10 +17,11 @@ import datetime as dt
 import json
 from typing import Any
 
-from guard.query.shape import AggFunc
+from guard.cells import CellGrid
+from guard.query.shape import AggFunc, QueryShape
 from guard.result import NAN_TEXT, is_nan
 
-__all__ = ["COUNT_SPACE", "CellKey", "normalized", "space_of"]
+__all__ = ["COUNT_SPACE", "CellKey", "cell_key", "cell_label", "normalized", "space_of"]
 
 COUNT_SPACE = "count"
 
@@ -54,3 +55,19 @@ def _text(value: Any) -> str:
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
     return str(value)
+
+
+def cell_key(shape: QueryShape, grid: CellGrid, row: int) -> CellKey:
+    """The grouping level and key values of one grid row, as ``finest.query_sets`` names cells."""
+    rolled = grid.rolled_up[row] if grid.rolled_up else (False,) * len(shape.group_by)
+    positions = [i for i in range(len(shape.group_by)) if not rolled[i]]
+    level = tuple(shape.group_by[i] for i in positions)
+    return level, tuple(normalized(grid.keys[row][i]) for i in positions)
+
+
+def cell_label(key: CellKey) -> str:
+    """A cell for people (forensics tags, stored sets, ``guard explain``): ``region='CA'``."""
+    level, values = key
+    if not level:
+        return "all rows"
+    return ", ".join(f"{k}={v!r}" for k, v in zip(level, values, strict=True))

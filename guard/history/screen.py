@@ -56,7 +56,7 @@ from guard.history.controls import HistoryControl, note, ordered, refusal
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
-from guard.history.keys import COUNT_SPACE, CellKey, normalized, space_of
+from guard.history.keys import COUNT_SPACE, CellKey, cell_key, cell_label, space_of
 from guard.history.rowsets import as_bitmap, fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
@@ -195,7 +195,7 @@ class HistoryScreen:
         is in the span of what ``analyst``'s audit scope released (their values are
         already determined)."""
         rows = self._universe(self._cells(table, info))
-        keys = {r: _cell_key(shape, grid, r) for r in candidates}
+        keys = {r: cell_key(shape, grid, r) for r in candidates}
         found: dict[int, frozenset[int]] = {}
         for space_cells in sets:
             state = self._state(rows, table, info, space_cells.space, self._settings.scope_of(analyst))
@@ -219,6 +219,7 @@ class HistoryScreen:
         grid: CellGrid,
         order: Sequence[int],
         measured: QueryShape | None = None,
+        refuse: bool = True,
     ) -> Screened:
         """Check every published value of ``result``, name those that would disclose, and
         release the rest into their audit states (``result`` is not changed). ``order[i]`` is the
@@ -226,11 +227,12 @@ class HistoryScreen:
         ``measured`` is the shape of ``grid``'s cells (with the sums averages imply).
 
         Raises:
-            QueryRefused: every value the answer would publish is withheld.
+            QueryRefused: every value the answer would publish is withheld (unless not
+                ``refuse``: ``guard explain`` shows them).
         """
         rows = self._universe(self._cells(table, info))
         scope = self._settings.scope_of(analyst)
-        matched = [_cell_key(shape, grid, r) for r in order]
+        matched = [cell_key(shape, grid, r) for r in order]
         by_aggregate = {a: s for s in sets for a in s.aggregates}
         written: list[AuditedSet] = []
         published = 0
@@ -277,12 +279,12 @@ class HistoryScreen:
                 published += 1
                 if space_cells.selection is not None and len(state.in_span) < MAX_IN_SPAN:
                     state.in_span.add(remembered)
-                if state.auditor.release(ids, tag=(analyst, _label(key), output.name)):
+                if state.auditor.release(ids, tag=(analyst, cell_label(key), output.name)):
                     state.groups.tidy(state.auditor)
                     self._remember(state, ids, total)
                     bitmap = as_bitmap(cells)  # stored as this version's finest cells
                     written.append(
-                        AuditedSet(space_cells.space, scope, _label(key), bitmap.serialize(), total)
+                        AuditedSet(space_cells.space, scope, cell_label(key), bitmap.serialize(), total)
                     )
         for state, remembered, ids in stamped:
             # the answer's later releases moved the version: a repeat would re-read each
@@ -292,13 +294,24 @@ class HistoryScreen:
             if held[1] != state.auditor.version and not state.auditor.implied(ids):
                 state.held[remembered] = (held[0], state.auditor.version)
         controls = set(withheld.values())
-        if withheld and not published:
+        if withheld and not published and refuse:
             raise QueryRefused(refusal(ordered(controls), self.k))
         notes = (note(len(withheld), ordered(controls), self.k),) if withheld else ()
         if written:
             rows.ready()  # a version's releases are logged only once its identities are stored
         write = HistoryWrite(info.data_version, table.name, tuple(written)) if written else None
         return Screened(write, {p: c.value for p, c in withheld.items()}, notes)
+
+    def shadow(self) -> HistoryScreen:
+        """A screen whose audit states are rebuilt from the store when first needed, so
+        that screening with it releases nothing here (``preview.py``). It shares this
+        screen's finest cells, row identities, rules' verdicts and worker (read, or
+        added to as this screen would): drop it after use, never ``close`` it."""
+        other = HistoryScreen(self.policy, self._backend, self._store, self._sensitivity)
+        other._background.shutdown()  # no thread was started: this screen's worker instead
+        other._background, other._finest_lock = self._background, self._finest_lock
+        other._finest, other._universes, other._flagged = self._finest, self._universes, self._flagged
+        return other
 
     def close(self) -> None:
         self._background.shutdown(wait=True)
@@ -403,18 +416,3 @@ class HistoryScreen:
                 self._remember(state, ids, value)
             self._states[key] = state
         return self._states[key]
-
-
-def _cell_key(shape: QueryShape, grid: CellGrid, row: int) -> CellKey:
-    """The grouping level and key values of one grid row, as ``finest.query_sets`` names cells."""
-    rolled = grid.rolled_up[row] if grid.rolled_up else (False,) * len(shape.group_by)
-    positions = [i for i in range(len(shape.group_by)) if not rolled[i]]
-    level = tuple(shape.group_by[i] for i in positions)
-    return level, tuple(normalized(grid.keys[row][i]) for i in positions)
-
-
-def _label(key: CellKey) -> str:
-    level, values = key
-    if not level:
-        return "all rows"
-    return ", ".join(f"{k}={v!r}" for k, v in zip(level, values, strict=True))

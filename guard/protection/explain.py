@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from guard.history.preview import HeldValue
 from guard.plan.sql import where
 from guard.protection.decide import Decision, SpaceReport
 from guard.protection.keys import readable
@@ -24,7 +25,9 @@ class ExplainedCell:
     """One withheld (or sensitive) cell of the protection problem.
 
     ``status``: "primary: <rules>", "secondary", "history audit" (withheld by the exact
-    history audit when it was answered before), or for cells outside this answer
+    history audit when it was answered before), the words of a history control (a value
+    of this answer the history audit would withhold: it has no interval of its own, the
+    control says what releasing it would reveal), or for cells outside this answer
     "withheld earlier" / "never released". ``width`` is the feasibility interval's
     width (``inf`` when unbounded); ``required`` the protection interval's width
     (lower + upper level; None for a cell that needs none); ``meets`` whether the
@@ -50,12 +53,19 @@ class Explanation:
 
 
 def explain_decision(
-    result: ProtectedResult, decision: Decision, linking: Linking, audit_limit: int, shape: QueryShape
+    result: ProtectedResult,
+    decision: Decision,
+    linking: Linking,
+    audit_limit: int,
+    shape: QueryShape,
+    held: Sequence[HeldValue] = (),
 ) -> Explanation:
     """Intervals by LP for problems up to ``audit_limit`` cells; larger ones are shown
     as proven by the certificates :func:`guard.suppression.suppress` checked. When the
     keys do not state the answer's row filter (a range, a disjunction: its cells live
-    in a key space of their own), each cell's key is followed by the filter."""
+    in a key space of their own), each cell's key is followed by the filter. ``held``:
+    the values the history audit would withhold (``guard.history.preview``), after
+    the cell protection's."""
     dimensions = linking.dimensions
     condition = where(shape.predicates) if linking.fixed is None else None
     where_text = condition.sql(dialect="duckdb") if condition is not None else None
@@ -69,6 +79,11 @@ def explain_decision(
         if where_text:
             found = [replace(c, cell=f"{c.cell} (where {where_text})") for c in found]
         cells.extend(found)
+    suffix = f" (where {where_text})" if where_text else ""
+    for value in held:
+        status = f"{value.reason} (column {value.column})"
+        nan = math.nan
+        cells.append(ExplainedCell(f"{value.cell}{suffix}", value.space, status, nan, nan, nan, None, False))
     return Explanation(result, tuple(cells), methods)
 
 

@@ -1,0 +1,83 @@
+"""What the history audit would withhold of an answer, releasing nothing (``guard explain``).
+
+The screen releases each cell it clears before it checks the next (a later cell is
+checked with the earlier ones released, as the analyst would receive them), and a
+release is never taken back. So a preview runs the same screen on audit states rebuilt
+from the store, as after a restart (``HistoryScreen.shadow``: everything released
+before, in order), and then drops them: the live states, the store and the log do not
+change. The verdicts are the screen's: its checks read query sets only, and a rebuilt
+state holds the same releases in the same order (its secret prime and row weights are
+drawn afresh, which changes a verdict only with negligible probability). Rebuilding
+costs about what those releases cost when they were made, so explaining an answer on a
+long history takes seconds: ``guard explain`` is a steward's tool, not the query path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from guard.backends.base import TableInfo
+from guard.cells import CellGrid
+from guard.history.controls import HistoryControl, control_text
+from guard.history.keys import cell_key, cell_label
+from guard.history.screen import HistoryScreen
+from guard.query.shape import QueryShape
+from guard.result import ProtectedResult
+
+__all__ = ["HeldValue", "Preview", "preview"]
+
+
+@dataclass(frozen=True)
+class HeldValue:
+    """One value the history audit would withhold: its cell (``region='CA'``), the audit
+    space it feeds (``count``, ``sum(income)``: an average is audited as its sum), its
+    output column, the control that withholds it and that control's words."""
+
+    cell: str
+    space: str
+    column: str
+    control: HistoryControl
+    reason: str
+
+
+@dataclass(frozen=True)
+class Preview:
+    """``result`` with what the history audit would withhold withheld (and its notes),
+    and those values."""
+
+    result: ProtectedResult
+    held: tuple[HeldValue, ...] = ()
+
+
+def preview(
+    screen: HistoryScreen | None,
+    analyst: str,
+    shape: QueryShape,
+    info: TableInfo,
+    result: ProtectedResult,
+    grid: CellGrid,
+    order: Sequence[int],
+    measured: QueryShape,
+) -> Preview:
+    """What ``screen`` (None: the audit is off) would withhold of ``result``, the answer
+    to ``shape`` after cell protection (arguments as ``HistoryScreen.screen``), with
+    every value checked even when all would be withheld (the query would be refused).
+    Call it under the guard's release lock, as the screen."""
+    table = None if screen is None else screen.policy.table(shape.table)
+    if screen is None or table is None:
+        return Preview(result)  # the audit is off (a table answered is declared)
+    sets = screen.query_sets(shape, table, info)
+    screened = screen.shadow().screen(analyst, shape, table, info, result, sets, grid, order, measured, False)
+    space_of = {a: s.space for s in sets for a in s.aggregates}
+    held = tuple(
+        HeldValue(
+            cell_label(cell_key(shape, grid, order[r])),
+            space_of[shape.outputs[position].index],
+            result.columns[position],
+            HistoryControl(control),
+            control_text(control, screen.k),
+        )
+        for (r, position), control in sorted(screened.controls.items())
+    )
+    return Preview(result.withholding(screened.withheld, screened.notes), held)

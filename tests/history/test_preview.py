@@ -1,0 +1,149 @@
+"""``guard explain`` shows what the history audit would withhold, and releases nothing
+(guard.history.preview).
+
+The oracle is the query path itself: on one state, each question is explained and then
+asked, and the explanation's answer must be the answer (the same values withheld, a
+refusal shown as every value withheld). Decoy questions, explained and never asked,
+sit between them: a second guard on the same data asks the same questions without any
+explanation, and every answer must be the same, so explaining released nothing into the
+history (the decoys would otherwise have withheld more of the later answers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from guard import Guard
+from guard.errors import QueryRefused
+from guard.history.controls import HistoryControl, control_text
+from guard.result import Flag
+
+_WITHHELD = Flag.SUPPRESSED.value
+CONTROLS = tuple(control_text(c.value, 3) for c in HistoryControl)
+STUDENTS = Path(__file__).resolve().parents[2] / "policies" / "students.yaml"
+DIMENSIONS = {"a": ("a0", "a1", "a2", "a3"), "b": ("b0", "b1", "b2"), "c": ("c0", "c1")}
+SHARES = {"a": (0.4, 0.3, 0.25, 0.05), "b": (0.5, 0.3, 0.2), "c": (0.95, 0.05)}
+
+
+def _policy(folder: Path, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    n = 160
+    # skewed, so that differences of large answers isolate a person or two (rare a3, c1)
+    frame = pd.DataFrame(
+        {"person": np.arange(n), **{d: rng.choice(v, n, p=SHARES[d]) for d, v in DIMENSIONS.items()}}
+    )
+    frame["m"] = rng.integers(0, 100, n)
+    frame.to_parquet(folder / "t.parquet", index=False)
+    columns: dict[str, object] = {
+        "person": {"role": "identifier"},
+        "m": {"role": "measure", "bounds": [0, 100]},
+    }
+    columns.update({d: {"role": "dimension"} for d in DIMENSIONS})
+    policy = {
+        "name": "preview",
+        "protection": {"min_query_set_size": 3, "suppression": {"linked": "none"}},
+        "tables": {"t": {"source": {"parquet": "t.parquet"}, "privacy_unit": "person", "columns": columns}},
+        "analysts": {"alice": {}},
+    }
+    path = folder / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy, sort_keys=False))
+    return path
+
+
+def _question(rng: np.random.Generator) -> str:
+    names = list(DIMENSIONS)
+    conditions = []
+    for name in rng.choice(names, int(rng.integers(0, 3)), replace=False).tolist():
+        values = DIMENSIONS[name]
+        if rng.random() < 0.5:
+            conditions.append(f"{name} = '{values[int(rng.integers(len(values)))]}'")
+        else:
+            conditions.append(f"{name} <> '{values[int(rng.integers(len(values)))]}'")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    if rng.random() < 0.4:
+        group = names[int(rng.integers(len(names)))]
+        return f"SELECT {group}, SUM(m), COUNT(*) FROM t{where} GROUP BY {group}"
+    return f"SELECT SUM(m), COUNT(*) FROM t{where}"
+
+
+def _answer(guard: Guard, sql: str) -> tuple[object, ...]:
+    try:
+        result = guard.query(sql, "alice")
+    except QueryRefused as refused:
+        return ("refused", str(refused))
+    return ("answered", result.rows, result.flags)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_explain_withholds_what_the_query_would_and_releases_nothing(tmp_path: Path, seed: int) -> None:
+    path = _policy(tmp_path, seed)
+    rng = np.random.default_rng(100 + seed)
+    questions = [(_question(rng), _question(rng)) for _ in range(25)]  # (asked, decoy)
+    shown = 0
+    with Guard.open(path, state=tmp_path / "explained") as guard:
+        answers = []
+        for asked, decoy in questions:
+            with contextlib.suppress(QueryRefused):  # refused by the cell protection, as before
+                guard.explain(decoy, "alice")
+            try:
+                explained = guard.explain(asked, "alice")
+            except QueryRefused:
+                explained = None
+            answer = _answer(guard, asked)
+            answers.append(answer)
+            if explained is None:
+                assert answer[0] == "refused"
+                continue
+            held = [c for c in explained.cells if c.status.startswith("exact history audit")]
+            shown += len(held)
+            if answer[0] == "refused":
+                # every value would be withheld: explain shows each, with its control
+                values = [f for row in explained.result.flags for f in row[-2:]]
+                assert values and all(f == _WITHHELD for f in values)
+                assert bool(held) == ("history audit" in str(answer[1]))
+            else:
+                assert (explained.result.rows, explained.result.flags) == answer[1:]
+                assert len(held) == sum(
+                    note.startswith(f"{len(held)} value(s) withheld by the")
+                    for note in explained.result.notes
+                ) * len(held)
+    with Guard.open(path, state=tmp_path / "asked") as guard:
+        assert [_answer(guard, asked) for asked, _ in questions] == answers
+    assert shown >= 3, "the sequences reach the history audit"
+    assert sum(a[0] == "answered" for a in answers) >= 10
+
+
+def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path) -> None:
+    """Seed 002's pair: after SUM(income) of EE, the same for male EE students is Baker's
+    income. Explained, it is withheld by the span control (no interval of its own); the
+    query is still refused afterwards, and nothing the explanation saw was released."""
+    policy = yaml.safe_load(STUDENTS.read_text())
+    policy["state"] = str(tmp_path / "state")
+    policy["tables"]["students"]["source"] = {
+        "csv": str(STUDENTS.parent.parent / "examples/students/students.csv")
+    }
+    policy["protection"]["suppression"] = {"linked": "none"}
+    path = tmp_path / "students.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
+    with Guard.open(path) as guard:
+        assert guard.explain(men, "alice").cells == ()  # nothing asked yet: nothing to withhold
+        assert guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice").rows == [[240000]]
+        explained = guard.explain(men, "alice")
+        assert explained.result.rows == [[None]] and explained.result.flags == [[_WITHHELD]]
+        (cell,) = explained.cells
+        assert cell.cell.startswith("all rows (where") and cell.quantity == "sum(income)"
+        assert cell.status.startswith("exact history audit: with answers already given")
+        assert cell.low != cell.low and cell.meets is False  # no interval: the control says why
+        assert any("history audit" in note for note in explained.result.notes)
+        assert "190000" not in repr(explained.result.rows)
+        with pytest.raises(QueryRefused, match="history audit"):
+            guard.query(men, "alice")
+        statuses = [entry["decision"] for entry in guard.log()]
+    assert statuses.count("explained") == 2
