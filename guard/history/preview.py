@@ -7,7 +7,9 @@ from the store, as after a restart (``HistoryScreen.shadow``: everything release
 before, in order), and then drops them: the live states, the store and the log do not
 change. The verdicts are the screen's: its checks read query sets only, and a rebuilt
 state holds the same releases in the same order (its secret prime and row weights are
-drawn afresh, which changes a verdict only with negligible probability). Rebuilding
+drawn afresh, which changes a verdict only with negligible probability), except that a
+value the live state withheld over its search budget is withheld again there unsearched,
+where a rebuilt state searches it anew, as after a restart (``_State.withheld``). Rebuilding
 costs about what those releases cost when they were made, so explaining an answer on a
 long history takes seconds: ``guard explain`` is a steward's tool, not the query path.
 """
