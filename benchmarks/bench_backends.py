@@ -308,7 +308,7 @@ def cell_query(g: Guard, sql: str) -> Callable[[], object] | None:
     Guard._protected runs it (internal APIs: None if they moved)."""
     try:
         from guard.plan.rewrite import rewrite
-        from guard.protection.decide import with_sums
+        from guard.protection.sums import with_sums
         from guard.query.analyze import analyze
         from guard.query.parse import parse
         from guard.query.validate import validate

@@ -578,7 +578,7 @@ def stage_breakdown(g: Guard, raw: duckdb.DuckDBPyConnection, qid: str, sql: str
     from guard.cells import cells_from_result
     from guard.plan.rewrite import rewrite
     from guard.protection.answer import protect
-    from guard.protection.decide import with_sums
+    from guard.protection.sums import with_sums
     from guard.query.analyze import analyze
     from guard.query.parse import parse
     from guard.query.validate import validate

@@ -29,12 +29,12 @@ from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
 from guard.post.plan import OuterPlan, plan_outer
 from guard.post.run import describe_outer, run_outer
 from guard.protection.answer import protect_with_decision
-from guard.protection.decide import Decision, with_sums
 from guard.protection.explain import Explanation, explain_decision
 from guard.protection.finest import finest_flagged
 from guard.protection.linking import Linker
 from guard.protection.patterns import PatternCache
 from guard.protection.screened import screened_releases
+from guard.protection.sums import with_sums
 from guard.query.front import FrontCache, FrontResult, Trace, read_query
 from guard.query.listing import listed_answer
 from guard.query.parameters import Parameter
@@ -262,7 +262,7 @@ class Guard:
                 known = partial(self.history.known_rows, who.name, front.shape, front.table, info, sets, grid)
                 linking = self.linker.with_known(linking, front.shape, grid, known)
             result, decision = protect_with_decision(shape, grid, self.policy.protection, linking)  # 6b
-            screened = self._screen(who, front, info, result, shape, grid, decision, sets)  # 6c history
+            screened = self._screen(who, front, info, result, shape, grid, decision.order, sets)  # 6c history
             result = self._answered(front, result.withholding(screened.withheld, screened.notes))
             statuses = screened_releases(decision, front.shape, screened.controls)
             releases = self.linker.new_releases(statuses, info, who.name)
@@ -362,13 +362,13 @@ class Guard:
         result: ProtectedResult,
         measured: QueryShape,
         grid: CellGrid,
-        decision: Decision,
+        order: Sequence[int],
         sets: Sequence[SpaceCells] | None,
     ) -> Screened:
         """Stage 6c: what the history audit withholds of ``result`` (nothing when it is off)."""
         if self.history is None or sets is None:
             return Screened(None)
-        shape, order = front.shape, decision.order
+        shape = front.shape
         return self.history.screen(who.name, shape, front.table, info, result, sets, grid, order, measured)
 
     def _internal(self, request: _Request, error: Exception) -> GuardError:

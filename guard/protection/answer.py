@@ -46,13 +46,18 @@ def protect_with_decision(
 
     Raises:
         QueryRefused: the query has a single cell row and every aggregate it outputs is
-            withheld, or no suppression pattern protects the sensitive cells.
+            withheld, or no suppression pattern protects the sensitive cells (with
+            ``explain``, the answer is returned instead, every value of a refused space
+            withheld, its last note the refusal).
     """
     decision = decide(shape, grid, protection, linking or standalone(shape), explain=explain)
     withheld = decision.withheld
     shown = sorted({o.index for o in shape.outputs if o.kind is OutputKind.AGGREGATE})
+    refusal = decision.refusal  # explain only: decide raised it otherwise
     if not shape.group_by and grid.cells and shown and all((0, a) in withheld for a in shown):
-        raise QueryRefused(_refusal(grid, withheld[(0, shown[0])], protection))
+        refusal = refusal or _refusal(grid, withheld[(0, shown[0])], protection)
+    if refusal is not None and not explain:
+        raise QueryRefused(refusal)
 
     released, suppressed = Flag.RELEASED.value, Flag.SUPPRESSED.value
     rows: list[list[Any]] = []
@@ -84,7 +89,7 @@ def protect_with_decision(
         columns=[o.name for o in shape.outputs],
         rows=rows,
         flags=flags,
-        notes=_notes(shape, grid, decision, protection),
+        notes=[*_notes(shape, grid, decision, protection), *([f"asked, {refusal}"] if refusal else [])],
     )
     return result, dataclasses.replace(decision, order=tuple(order))
 
@@ -201,5 +206,6 @@ _METHOD_WORDS = {
         "(new cells that published ones already fix are released)"
     ),
     "implied": "only new cells that published ones already fix",
+    "refused": "none protects every sensitive cell: every cell that can be withheld is",
     "none": "none",
 }

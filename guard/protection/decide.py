@@ -32,12 +32,13 @@ from functools import partial
 from guard.cells import Cell, CellGrid
 from guard.errors import QueryRefused
 from guard.policy.model import Protection
-from guard.protection.keys import key_encoder, space_of
+from guard.protection.keys import key_encoder
 from guard.protection.linking import Linking
 from guard.protection.relations import linked_component, relations_between
 from guard.protection.sensitivity import is_frequency, judge
+from guard.protection.sums import value_aggregates
 from guard.protection.view import attacker_view, implied_by
-from guard.query.shape import AggFunc, Aggregate, QueryShape
+from guard.query.shape import QueryShape
 from guard.rules import RuleVerdict
 from guard.state.records import ReleaseStatus
 from guard.suppression import (
@@ -59,13 +60,13 @@ from guard.suppression.standing import Standing, prove_standing
 from guard.suppression.widest import requirements_within_widest
 
 __all__ = [
+    "REFUSED",
     "REFUSED_LINKED",
     "Decision",
     "SpaceReport",
     "Withheld",
     "WithheldKind",
     "decide",
-    "with_sums",
 ]
 
 #: largest attacker view (cells) whose requirements are first proven at the least
@@ -134,6 +135,9 @@ class Decision:
     order: tuple[int, ...] = ()
     #: each grid row's cell key (the same in every space)
     keys: tuple[Key, ...] = ()
+    #: ``guard explain`` only: why the query would be refused (its space's report is
+    #: then every cell that can be withheld, so that the intervals show what stays narrow)
+    refusal: str | None = None
 
     @property
     def proofs(self) -> dict[str, tuple[Mapping[Key, float], ...]]:
@@ -150,7 +154,9 @@ def decide(
     ``explain``: an answer whose cells were all released before is also solved as a
     linked problem (its pattern fixed by the history), so that ``guard explain`` can show
     the intervals the earlier releases leave its withheld cells; it is still decided as
-    a replay when that problem cannot be solved.
+    a replay when that problem cannot be solved. A space no pattern protects is not
+    refused but reported with every cell that can be withheld (method ``REFUSED``) and
+    the refusal in ``Decision.refusal``.
 
     Raises:
         QueryRefused: no pattern protects every sensitive cell given what was released
@@ -164,6 +170,7 @@ def decide(
     releases: dict[str, dict[Key, ReleaseStatus]] = {}
     reports: list[SpaceReport] = []
     judged = _judge(linking, protection)
+    refusal = None
     for space, (value_index, members) in value_aggregates(shape).items():
         current = {keys[r]: grid.cells[r][value_index] for r in range(len(keys))}
         verdicts = {key: judged(cell, space) for key, cell in current.items()}
@@ -172,6 +179,8 @@ def decide(
         audited = frozenset(k for k in current if k in history and history[k].by_history)
         report = replace(report, audited=audited & report.suppressed)
         reports.append(report)
+        if report.method == REFUSED:
+            refusal = refusal or (REFUSED_LINKED if history else _REFUSED_INFEASIBLE)
         status: dict[Key, ReleaseStatus] = {}
         for r, key in enumerate(keys):
             hidden = key in report.suppressed
@@ -189,23 +198,7 @@ def decide(
                 withheld[(r, a)] = reason
         if linked:
             releases[space] = status
-    return Decision(withheld, releases, reports, keys=tuple(keys))
-
-
-def value_aggregates(shape: QueryShape) -> dict[str, tuple[int, list[int]]]:
-    """Per space: the aggregate whose value the space's table holds, and every
-    aggregate of the space (an AVG follows its space's SUM)."""
-    spaces: dict[str, tuple[int, list[int]]] = {}
-    for i, aggregate in enumerate(shape.aggregates):
-        space = space_of(aggregate)
-        holder, members = spaces.get(space, (-1, []))
-        if holder < 0 and aggregate.func is not AggFunc.AVG:
-            holder = i
-        spaces[space] = (holder, [*members, i])
-    for space, (holder, _) in spaces.items():
-        if holder < 0:
-            raise ValueError(f"the cell query has no SUM for {space}; add it with with_sums()")
-    return spaces
+    return Decision(withheld, releases, reports, keys=tuple(keys), refusal=refusal)
 
 
 def _protect_space(
@@ -334,6 +327,9 @@ def _protect_space(
         # a budget ran out: say so, rather than claim a recomputation was found
         raise QueryRefused(UNVERIFIED_REFUSAL) from None
     except ProtectionInfeasible:
+        if explain:  # what stays too narrow with every cell that can be withheld withheld
+            most = frozenset(component) - kept
+            return SpaceReport(space, table, most, requirements, frozenset(current), REFUSED, False, earlier)
         raise QueryRefused(REFUSED_LINKED if history else _REFUSED_INFEASIBLE) from None
     # every sensitive cell's interval is already proven by a certificate (a feasible point
     # of the audit LP at each end) or LP-audited inside suppress(); small tables are
@@ -374,6 +370,8 @@ def _kept_proofs(
     return standing.proofs(table)
 
 
+#: the method of a space no pattern protects (``guard explain`` only: the query is refused)
+REFUSED = "refused"
 REFUSED_LINKED = (
     "refused by secondary cell suppression: together with cells released earlier, this answer "
     "would let a protected cell be recomputed; ask for other groupings or filters"
@@ -399,16 +397,3 @@ def _table(
             "refused by cell suppression: the cells of this answer do not add up exactly to their "
             "totals (floating-point measure); ask without totals"
         ) from None
-
-
-def with_sums(shape: QueryShape) -> QueryShape:
-    """``shape`` with a SUM(col) appended for every AVG(col) without one: the sum
-    space's table holds sums (never released themselves: outputs do not name them)."""
-    have = {space_of(a) for a in shape.aggregates if a.func is not AggFunc.AVG}
-    extra: list[Aggregate] = []
-    for aggregate in shape.aggregates:
-        space = space_of(aggregate)
-        if space not in have:
-            have.add(space)
-            extra.append(Aggregate(AggFunc.SUM, aggregate.column))
-    return replace(shape, aggregates=(*shape.aggregates, *extra)) if extra else shape

@@ -13,8 +13,8 @@ from typing import Any
 
 from guard.cells import CellGrid
 from guard.policy.model import Policy, Protection, Role, Table
-from guard.protection.decide import value_aggregates
 from guard.protection.sensitivity import sensitive_rows
+from guard.protection.sums import value_aggregates
 from guard.query.front import read_query
 from guard.query.shape import QueryShape
 
