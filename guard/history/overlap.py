@@ -13,7 +13,7 @@ it from the same released value). Decisions read query sets only, never values.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Container, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ from pyroaring import BitMap
 from guard.arrays import distinct
 from guard.history.rowsets import QuerySet, as_bitmap, as_row_ids, fingerprint
 
-__all__ = ["OverlapControl", "OverlapViolation"]
+__all__ = ["OverlapControl", "OverlapViolation", "overlaps_any"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,23 @@ class OverlapControl:
         if self._unit_of_row is None:
             return as_bitmap(rows)
         return as_bitmap(distinct(self._unit_of_row[rows]))
+
+
+def overlaps_any(
+    ids: npt.NDArray[np.int64],
+    released: Sequence[BitMap],
+    seen: Container[bytes],
+    units: Callable[[npt.NDArray[np.int64]], int],
+    limit: int,
+) -> bool:
+    """Whether query set ``ids`` shares more than ``limit`` privacy units (``units`` counts
+    them) with one of the ``released`` sets; a repeat (its digest in ``seen``) is exempt:
+    it reveals nothing new. The online screen's form of :class:`OverlapControl`."""
+    if fingerprint(ids) in seen:
+        return False
+    candidate = as_bitmap(ids)
+    for earlier in released:
+        shared = earlier & candidate
+        if shared and units(np.fromiter(shared, dtype=np.int64)) > limit:
+            return True
+    return False

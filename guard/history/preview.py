@@ -2,10 +2,13 @@
 
 The screen releases each cell it clears before it checks the next (a later cell is
 checked with the earlier ones released, as the analyst would receive them), and a
-release is never taken back. So a preview runs the same screen on audit states rebuilt
-from the store, as after a restart (``HistoryScreen.shadow``: everything released
-before, in order), and then drops them: the live states, the store and the log do not
-change. The verdicts are the screen's: its checks read query sets only, and a rebuilt
+release is never taken back. An answer with at most one value to check per audit state
+(a refused one-cell question, the usual one to explain) is checked on the live states
+without releasing anything (``screen(release=False)``: no check follows a release, so
+the verdict is the query's). Otherwise a preview runs the same screen on audit states
+rebuilt from the store, as after a restart (``HistoryScreen.shadow``: everything
+released before, in order), and then drops them: the live states, the store and the log
+do not change. The verdicts are the screen's: its checks read query sets only, and a rebuilt
 state holds the same releases in the same order (its secret prime and row weights are
 drawn afresh, which changes a verdict only with negligible probability), except that a
 value the live state withheld over its search budget is withheld again there unsearched,
@@ -16,6 +19,7 @@ long history takes seconds: ``guard explain`` is a steward's tool, not the query
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,10 +28,12 @@ from guard.cells import CellGrid
 from guard.history.controls import HistoryControl, control_text
 from guard.history.keys import cell_key, cell_label
 from guard.history.screen import HistoryScreen
-from guard.query.shape import QueryShape
-from guard.result import ProtectedResult
+from guard.query.shape import OutputKind, QueryShape
+from guard.result import Flag, ProtectedResult
 
 __all__ = ["HeldValue", "Preview", "preview"]
+
+_WITHHELD = Flag.SUPPRESSED.value
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,18 @@ def preview(
     if screen is None or table is None:
         return Preview(result)  # the audit is off (a table answered is declared)
     sets = screen.query_sets(shape, table, info)
-    screened = screen.shadow().screen(analyst, shape, table, info, result, sets, grid, order, measured, False)
     space_of = {a: s.space for s in sets for a in s.aggregates}
+    checked = Counter(
+        space_of[output.index]
+        for row, flags in zip(result.rows, result.flags, strict=True)
+        for position, output in enumerate(shape.outputs)
+        if output.kind is OutputKind.AGGREGATE and row[position] is not None and flags[position] != _WITHHELD
+    )
+    alone = all(count <= 1 for count in checked.values())
+    screener = screen if alone else screen.shadow()
+    screened = screener.screen(
+        analyst, shape, table, info, result, sets, grid, order, measured, refuse=False, release=not alone
+    )
     held = tuple(
         HeldValue(
             cell_label(cell_key(shape, grid, order[r])),

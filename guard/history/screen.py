@@ -57,6 +57,7 @@ from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
 from guard.history.intervals import IntervalAudit
 from guard.history.keys import COUNT_SPACE, CellKey, cell_key, cell_label, space_of
+from guard.history.overlap import overlaps_any
 from guard.history.rowsets import as_bitmap, fingerprint
 from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
@@ -220,11 +221,15 @@ class HistoryScreen:
         order: Sequence[int],
         measured: QueryShape | None = None,
         refuse: bool = True,
+        release: bool = True,
     ) -> Screened:
         """Check every published value of ``result``, name those that would disclose, and
         release the rest into their audit states (``result`` is not changed). ``order[i]`` is the
         row of ``grid`` (the answer before protection) behind row i of ``result``;
         ``measured`` is the shape of ``grid``'s cells (with the sums averages imply).
+
+        Not ``release``: check only, remember nothing (``preview.py``: exact when each
+        state has at most one value to check, no check then following a release).
 
         Raises:
             QueryRefused: every value the answer would publish is withheld (unless not
@@ -272,11 +277,13 @@ class HistoryScreen:
                 control = self._check(state, rows.cells, ids, total, table, space_cells.space)
                 if control is not None:
                     withheld[(r, position)] = control
-                    if space_cells.selection is not None and len(state.held) < MAX_IN_SPAN:
+                    if release and space_cells.selection is not None and len(state.held) < MAX_IN_SPAN:
                         state.held[remembered] = (control, state.auditor.version)
                         stamped.append((state, remembered, ids))
                     continue
                 published += 1
+                if not release:
+                    continue
                 if space_cells.selection is not None and len(state.in_span) < MAX_IN_SPAN:
                     state.in_span.add(remembered)
                 if state.auditor.release(ids, tag=(analyst, cell_label(key), output.name)):
@@ -334,7 +341,8 @@ class HistoryScreen:
     def _control(
         self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
     ) -> HistoryControl | None:
-        if self._settings.max_overlap is not None and self._overlaps(state, finest, ids):
+        limit = self._settings.max_overlap
+        if limit is not None and overlaps_any(ids, state.released, state.seen, finest.units, limit):
             return HistoryControl.OVERLAP
         exposure = state.auditor.exposure(ids)
         if exposure is not None:
@@ -356,18 +364,6 @@ class HistoryScreen:
                 if lp.too_narrow(state.released, state.values, ids, total):
                     return HistoryControl.INTERVAL
         return None
-
-    def _overlaps(self, state: _State, finest: AuditCells, ids: Ids) -> bool:
-        if fingerprint(ids) in state.seen:
-            return False  # a repeat reveals nothing new
-        limit = self._settings.max_overlap
-        assert limit is not None
-        candidate = as_bitmap(ids)
-        for earlier in state.released:
-            shared = earlier & candidate
-            if shared and finest.units(np.fromiter(shared, dtype=np.int64)) > limit:
-                return True
-        return False
 
     # -- states --------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import yaml
 from guard import Guard
 from guard.errors import QueryRefused
 from guard.history.controls import HistoryControl, control_text
+from guard.history.screen import HistoryScreen
 from guard.result import Flag
 
 _WITHHELD = Flag.SUPPRESSED.value
@@ -81,7 +82,19 @@ def _answer(guard: Guard, sql: str) -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_explain_withholds_what_the_query_would_and_releases_nothing(tmp_path: Path, seed: int) -> None:
+def test_explain_withholds_what_the_query_would_and_releases_nothing(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of previewing: one-value-per-state answers on the live states without
+    releasing, others on states rebuilt from the store (``HistoryScreen.shadow``)."""
+    shadows = [0]
+    shadow = HistoryScreen.shadow
+
+    def counted(self: HistoryScreen) -> HistoryScreen:
+        shadows[0] += 1
+        return shadow(self)
+
+    monkeypatch.setattr(HistoryScreen, "shadow", counted)
     path = _policy(tmp_path, seed)
     rng = np.random.default_rng(100 + seed)
     questions = [(_question(rng), _question(rng)) for _ in range(25)]  # (asked, decoy)
@@ -116,6 +129,7 @@ def test_explain_withholds_what_the_query_would_and_releases_nothing(tmp_path: P
     with Guard.open(path, state=tmp_path / "asked") as guard:
         assert [_answer(guard, asked) for asked, _ in questions] == answers
     assert shown >= 3, "the sequences reach the history audit"
+    assert 0 < shadows[0] < 2 * len(questions), "both ways of previewing are taken"
     assert sum(a[0] == "answered" for a in answers) >= 10
 
 
