@@ -63,6 +63,8 @@ class DeviationProblem:
     down_free: np.ndarray = field(repr=False)
     #: ``lines`` as arrays, filled as the boxes need them
     line_arrays: dict[tuple[Key, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    #: per relation, the relations its cells are in (``_reach``), filled as boxes need them
+    reaches: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: one HiGHS instance for every LP of the run (one thread: the heuristic's), without
     #: presolve: on these LPs (a few relations, hundreds of cells) presolve solved each
     #: outright and its postsolve returned a point that moved every free cell of the
@@ -123,9 +125,11 @@ class DeviationProblem:
         choices: list[set[Hashable]] = []
         for j in range(len(key)):
             line = self._line((*key[:j], None, *key[j + 1 :]), j)
-            line = line[line != p]
-            # a stable sort by cost: the order Python's list.sort gave
-            cheapest = line[np.argsort(costs[line], kind="stable")[:width]].tolist()
+            # a stable sort by cost (the order Python's list.sort gave) of the line without
+            # p: the whole line's, p taken out (the others keep their order), so the
+            # first ``width`` of them are among the first ``width + 1`` of the line
+            first = line[np.argsort(costs[line], kind="stable")[: width + 1]].tolist()
+            cheapest = [i for i in first if i != p][:width]
             choices.append({key[j], TOTAL, *(self.cell_keys[i][j] for i in cheapest)})
         box = (self.keys.get(k) for k in itertools.product(*choices))
         seen.update(i for i in box if i is not None)
@@ -133,7 +137,8 @@ class DeviationProblem:
         # union1d / unique return them, without a sort per LP
         member = np.zeros(len(self.up_room), dtype=bool)
         member[entries(self.csr, rows)] = True
-        member[np.fromiter(seen, dtype=np.int64, count=len(seen))] = True
+        others = np.fromiter(seen, dtype=np.int64, count=len(seen))
+        member[others] = True
         if not hidden:
             return np.flatnonzero(member)
         if hidden_ids is None:
@@ -141,13 +146,25 @@ class DeviationProblem:
         if distant:
             member[hidden_ids] = True
             return np.flatnonzero(member)
+        # the relations of every cell so far: those the cells of p's relations are in
+        # (kept per relation), and those of p's ancestors and box
         related = np.zeros(self.csr.shape[0], dtype=bool)
-        related[entries(self.csc, np.flatnonzero(member))] = True
+        for row in rows.tolist():
+            related[self._reach(row)] = True
+        related[entries(self.csc, others)] = True
         near = entries(self.csr, np.flatnonzero(related))
         mask = np.zeros(len(self.up_room), dtype=bool)
         mask[hidden_ids] = True
         member[near[mask[near]]] = True
         return np.flatnonzero(member)
+
+    def _reach(self, row: int) -> np.ndarray:
+        """The relations that the cells of relation ``row`` are in (repeats kept), made
+        once per relation."""
+        found = self.reaches.get(row)
+        if found is None:
+            found = self.reaches[row] = entries(self.csc, entries(self.csr, np.array([row])))
+        return found
 
     def _line(self, blanked: Key, j: int) -> np.ndarray:
         """The cells of a line (``lines``) as an array, made once per line."""

@@ -27,11 +27,21 @@ __all__ = [
 ]
 
 
+#: up to how many lines :func:`positions` and :func:`entries` join one range or slice
+#: per line rather than computing every position at once
+_FEW = 8
+
+
 def positions(pointer: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Where each entry of ``lines`` (rows of a CSR, columns of a CSC, whose ``indptr``
     is ``pointer``) is stored in ``indices`` / ``data``: line after line, entries in
     stored order, as ``matrix[lines]`` holds them, without building that matrix."""
     lines = np.asarray(lines)
+    if len(lines) <= _FEW:
+        # a few lines (a deviation's cells): one range each, cheaper than the arithmetic
+        # that places many
+        ranges = [np.arange(pointer[line], pointer[line + 1], dtype=np.int64) for line in lines.tolist()]
+        return np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.int64)
     starts = pointer[lines]
     counts = pointer[lines + 1] - starts
     ends = np.cumsum(counts)
@@ -48,6 +58,13 @@ def entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) ->
     columns each row holds, or the rows each column holds, line after line in stored
     order, repeats kept. ``matrix[lines].indices`` (``matrix[:, lines].indices`` for a
     CSC) without building that matrix."""
+    lines = np.asarray(lines)
+    if len(lines) <= _FEW:
+        # a few lines (a cell's relations, a deviation's cells): their stored slices
+        # joined, cheaper than the arithmetic that places many
+        pointer, indices = matrix.indptr, matrix.indices
+        slices = [indices[pointer[line] : pointer[line + 1]] for line in lines.tolist()]
+        return np.concatenate(slices) if slices else indices[:0].copy()
     found: np.ndarray = matrix.indices[positions(matrix.indptr, lines)]
     return found
 
