@@ -20,6 +20,13 @@ does not, phase 1 adds the cells with the most negative reduced cost of the
 infeasibility LP until one does; phase 2 adds cells priced by the duals of the cost LP
 until none would lower the cost (or a round limit is hit). Without a round limit the
 result is an optimum of the LP over all cells.
+
+The heuristic asks thousands of these LPs of a few hundred columns each (2,506 on
+bench_core's q12), so each is built on its own columns only: bounds gathered there from
+the table's rooms, the deviation returned as those columns' moves
+(:func:`cheapest_moves`); vectors over every cell of the table are made only when
+pricing needs them. The LP HiGHS receives is the same, array for array, as the one
+built from such vectors (tests/suppression/test_heuristic_reference.py).
 """
 
 from __future__ import annotations
