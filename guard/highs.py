@@ -138,6 +138,10 @@ def solve_lp(
 
 #: the largest count HiGHS's 32-bit integers hold (its ``kHighsIInf``)
 _HIGHS_INT = (1 << 31) - 1
+#: the enums ``LpSolver.solve`` passes as ints, converted once (each conversion through
+#: pybind11 cost as much as a small array's)
+_COLWISE = int(highspy.MatrixFormat.kColwise)
+_MINIMIZE = int(highspy.ObjSense.kMinimize)
 
 
 class LpSolver:
@@ -174,8 +178,8 @@ class LpSolver:
             n,
             rows,
             int(indptr[-1]),
-            int(highspy.MatrixFormat.kColwise),
-            int(highspy.ObjSense.kMinimize),
+            _COLWISE,
+            _MINIMIZE,
             0.0,
             np.asarray(cost, dtype=np.float64),
             np.asarray(lower, dtype=np.float64),
@@ -199,7 +203,8 @@ def _result(highs: highspy.Highs) -> LpResult:
             LpStatus.OPTIMAL,
             np.asarray(solution.col_value, dtype=np.float64),
             np.asarray(solution.row_dual, dtype=np.float64),
-            float(highs.getInfo().objective_function_value),
+            # the info's field itself, without a copy of the whole info struct
+            float(highs.getObjectiveValue()),
         )
     kind = LpStatus.INFEASIBLE if status == highspy.HighsModelStatus.kInfeasible else LpStatus.FAILED
     empty = np.empty(0)

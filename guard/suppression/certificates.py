@@ -51,26 +51,39 @@ class Certificates:
         """Keep the deviation ``deviation[k]`` of cell ``cells[k]`` if it is valid for the
         withheld cells ``hidden``; entries below round-off are dropped. Returns whether
         it was kept."""
-        scale = float(np.abs(deviation).max(initial=0.0))
+        magnitude = np.abs(deviation)
+        scale = float(magnitude.max(initial=0.0))
         if scale == 0:
             return False
-        mask = np.abs(deviation) > 1e-9 * max(1.0, scale)
+        mask = magnitude > 1e-9 * max(1.0, scale)
         support = np.asarray(cells)[mask]
         values = deviation[mask]
-        order = np.argsort(support)
-        support, values = support[order], values[order]
+        # sorted already when it comes from an LP's columns (the heuristic's, thousands
+        # a run): the sort would be the identity there
+        if len(support) > 1 and not (support[1:] > support[:-1]).all():
+            order = np.argsort(support)
+            support, values = support[order], values[order]
         tol = _TOL * max(1.0, scale)
         moved = support.tolist()  # Python ints: membership tests without a loop in Python
         if not all(map(hidden.__contains__, moved)):
             return False
-        if np.any(values > self._up[support] + tol) or np.any(-values > self._down[support] + tol):
+        up, down = self._up[support], self._down[support]
+        if np.any(values > up + tol) or np.any(-values > down + tol):
             return False
         if np.abs(column_product(self._columns, support, values)).max(initial=0.0) > tol:
             return False
-        self._keep(support, values, moved)
+        self._keep(support, values, moved, (up, down))
         return True
 
-    def _keep(self, support: np.ndarray, values: np.ndarray, moved: list[int] | None = None) -> None:
+    def _keep(
+        self,
+        support: np.ndarray,
+        values: np.ndarray,
+        moved: list[int] | None = None,
+        rooms: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        """Index a checked deviation; ``moved`` its cells as Python ints and ``rooms`` the
+        room up and down of each, when the caller has them already."""
         # a deviation may move thousands of cells: index them through Python ints
         # (``moved``, support.tolist()), not numpy scalars one by one
         moved = support.tolist() if moved is None else moved
@@ -81,9 +94,11 @@ class Certificates:
         self._found.append((support, values))
         watched = self._watch.intersection(moved) if self._watch else frozenset()
         self._touch.append(frozenset(watched))
+        up, down = (self._up[support], self._down[support]) if rooms is None else rooms
         # room in the direction each cell moves, and in the opposite one
-        ahead = np.where(values > 0, self._up[support], self._down[support]) / np.abs(values)
-        behind = np.where(values > 0, self._down[support], self._up[support]) / np.abs(values)
+        rising, size = values > 0, np.abs(values)
+        ahead = np.where(rising, up, down) / size
+        behind = np.where(rising, down, up) / size
         self._reach.append((float(ahead.min(initial=np.inf)), float(behind.min(initial=np.inf))))
 
     def covers(self, p: int, level: float, upward: bool, avoid: Set[int] = frozenset()) -> bool:

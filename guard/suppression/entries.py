@@ -27,16 +27,29 @@ __all__ = [
 ]
 
 
+#: up to how many lines :func:`positions` and :func:`entries` join one range or slice
+#: per line rather than computing every position at once
+_FEW = 8
+
+
 def positions(pointer: np.ndarray, lines: np.ndarray) -> np.ndarray:
     """Where each entry of ``lines`` (rows of a CSR, columns of a CSC, whose ``indptr``
     is ``pointer``) is stored in ``indices`` / ``data``: line after line, entries in
     stored order, as ``matrix[lines]`` holds them, without building that matrix."""
     lines = np.asarray(lines)
+    if len(lines) <= _FEW:
+        # a few lines (a deviation's cells): one range each, cheaper than the arithmetic
+        # that places many
+        ranges = [np.arange(pointer[line], pointer[line + 1], dtype=np.int64) for line in lines.tolist()]
+        return np.concatenate(ranges) if ranges else np.zeros(0, dtype=np.int64)
     starts = pointer[lines]
     counts = pointer[lines + 1] - starts
-    # each line's start plus the entry's offset within its line
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    found: np.ndarray = np.repeat(starts, counts) + offsets
+    ends = np.cumsum(counts)
+    # entry t of the result is the (t - e)-th of its line, e the entries before that line:
+    # the line's start plus that offset, one shift per line (fewer array passes than
+    # offsets and starts repeated apart: this runs several times per deviation LP)
+    shift = starts - (ends - counts)
+    found: np.ndarray = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(shift, counts)
     return found
 
 
@@ -45,6 +58,13 @@ def entries(matrix: sparse.csr_matrix | sparse.csc_matrix, lines: np.ndarray) ->
     columns each row holds, or the rows each column holds, line after line in stored
     order, repeats kept. ``matrix[lines].indices`` (``matrix[:, lines].indices`` for a
     CSC) without building that matrix."""
+    lines = np.asarray(lines)
+    if len(lines) <= _FEW:
+        # a few lines (a cell's relations, a deviation's cells): their stored slices
+        # joined, cheaper than the arithmetic that places many
+        pointer, indices = matrix.indptr, matrix.indices
+        slices = [indices[pointer[line] : pointer[line + 1]] for line in lines.tolist()]
+        return np.concatenate(slices) if slices else indices[:0].copy()
     found: np.ndarray = matrix.indices[positions(matrix.indptr, lines)]
     return found
 
@@ -89,12 +109,14 @@ def paired_arrays(
 def column_product(csc: sparse.csc_matrix, support: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``csc[:, support] @ values`` (a dense vector, one entry per row) without building
     the slice: each product added in scipy's order (column by column, entries as stored;
-    ``np.add.at`` adds in order), so the result is the same floating-point vector."""
+    ``np.bincount`` adds its weights one after the other, as ``np.add.at`` did, in less
+    time), so the result is the same floating-point vector."""
     pointer = csc.indptr
     counts = pointer[support + 1] - pointer[support]
     where = positions(pointer, support)
-    residual = np.zeros(csc.shape[0])
-    np.add.at(residual, csc.indices[where], csc.data[where] * np.repeat(values, counts))
+    residual: np.ndarray = np.bincount(
+        csc.indices[where], weights=csc.data[where] * np.repeat(values, counts), minlength=csc.shape[0]
+    )
     return residual
 
 

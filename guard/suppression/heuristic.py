@@ -27,12 +27,12 @@ widens it.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 import numpy as np
 
 from guard.suppression.certificates import Certificates
-from guard.suppression.deviation import DeviationProblem, cheapest_deviation
+from guard.suppression.deviation import DeviationProblem, cheapest_moves
 from guard.suppression.model import Levels, ProtectionInfeasible
 from guard.suppression.smallest import SmallestDeviation
 from guard.suppression.table import Table
@@ -86,40 +86,63 @@ def solve_heuristic(
         for level, upward in zip(levels[p], (True, False), strict=True):
             if certificates.covers(p, level, upward):
                 continue
-            if whole is not None:
-                deviation = whole.solve(p, level if upward else -level, frozenset())
-            else:
-                deviation = cheapest_deviation(
-                    problem,
-                    c,
-                    p,
-                    level,
-                    upward,
-                    hidden=hidden,
-                    distant=distant,
-                    rounds=_ROUNDS,
-                    hidden_ids=hidden_ids(),
-                )
-            if deviation is None and not distant:
-                # the near cells admit none (or the solver gave up on them): every
-                # withheld cell, before calling the cell unprotectable
-                deviation = cheapest_deviation(
-                    problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS, hidden_ids=hidden_ids()
-                )
-            if deviation is None:
-                # column generation can stop short (phase-1 pricing found no column on
-                # a table where a deviation exists): one LP over every cell but the kept
-                # ones decides, as the error below claims
-                deviation = cheapest_deviation(problem, c, p, level, upward, hidden=movable, rounds=_ROUNDS)
-            if deviation is None:
+            found = _deviation(problem, whole, c, p, level, upward, hidden, hidden_ids, movable, distant)
+            if found is None:
                 raise ProtectionInfeasible(
                     f"sensitive cell {table.keys[p]!r} cannot be given its protection levels even "
                     "with every other cell withheld; widen the bounds or lower the levels"
                 )
-            support = np.flatnonzero(np.abs(deviation) > 1e-9 * max(1.0, level))
+            cells, moves = found
+            keep = np.abs(moves) > 1e-9 * max(1.0, level)
+            support, moves = cells[keep], moves[keep]
             hidden.update(support.tolist())
             c[support] = 0.0
             if whole is not None:
                 whole.price(support, 0.0)
-            certificates.add(support, deviation[support], hidden)
+            certificates.add(support, moves, hidden)
     return frozenset(hidden)
+
+
+def _deviation(
+    problem: DeviationProblem,
+    whole: SmallestDeviation | None,
+    c: np.ndarray,
+    p: int,
+    level: float,
+    upward: bool,
+    hidden: set[int],
+    hidden_ids: Callable[[], np.ndarray],
+    movable: frozenset[int],
+    distant: bool,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cheapest deviation moving ``p`` by ``level`` up (or down), as cells (sorted)
+    and their moves, from the first of these that finds one: the whole-table model, the
+    LP over the box and the withheld cells (near ones unless ``distant``, then all), the
+    LP over every movable cell."""
+    if whole is not None:
+        dense = whole.solve(p, level if upward else -level, frozenset())
+        found = None if dense is None else (np.arange(len(dense)), dense)
+    else:
+        found = cheapest_moves(
+            problem,
+            c,
+            p,
+            level,
+            upward,
+            hidden=hidden,
+            distant=distant,
+            rounds=_ROUNDS,
+            hidden_ids=hidden_ids(),
+        )
+    if found is None and not distant:
+        # the near cells admit none (or the solver gave up on them): every withheld
+        # cell, before calling the cell unprotectable
+        found = cheapest_moves(
+            problem, c, p, level, upward, hidden=hidden, rounds=_ROUNDS, hidden_ids=hidden_ids()
+        )
+    if found is None:
+        # column generation can stop short (phase-1 pricing found no column on a table
+        # where a deviation exists): one LP over every cell but the kept ones decides,
+        # as the caller's error claims
+        found = cheapest_moves(problem, c, p, level, upward, hidden=movable, rounds=_ROUNDS)
+    return found

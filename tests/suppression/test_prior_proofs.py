@@ -24,13 +24,13 @@ def _requirements(table: Table, levels: dict[int, tuple[float, float]]) -> dict[
 
 def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    original = heuristic.cheapest_deviation
+    original = heuristic.cheapest_moves
 
-    def counting(*args: object, **kwargs: object) -> np.ndarray | None:
+    def counting(*args: object, **kwargs: object) -> tuple[np.ndarray, np.ndarray] | None:
         calls.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(heuristic, "cheapest_deviation", counting)
+    monkeypatch.setattr(heuristic, "cheapest_moves", counting)
     return calls
 
 
