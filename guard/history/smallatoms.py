@@ -189,47 +189,40 @@ class SmallAtoms:
         if cut is not None and cut.atom_count_before != count:
             raise ValueError("stale refinement: the partition changed since this cut was planned")
 
-        def part_of(atoms: Ids) -> tuple[Ids, npt.NDArray[np.bool_]]:
-            """Per atom, its index in ``split`` and whether it is cut."""
-            at = np.minimum(np.searchsorted(split, atoms), max(split.size - 1, 0))
-            return at, split[at] == atoms if split.size else np.zeros(atoms.size, dtype=bool)
+        cut_mask = np.zeros(count, dtype=bool)
+        cut_mask[split] = True
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
-            out = np.zeros(atoms.size, dtype=bool)
             committed = atoms < count
-            flags = np.full(atoms.size, -1, dtype=np.int8)
-            flags[committed] = self._flag[atoms[committed]]
-            stale = committed & (flags == 0)
-            stale[stale] = self._flag_size[atoms[stale]] != sizes[atoms[stale]]
-            flags[stale] = -1
-            out[flags == 1] = True
-            new = np.flatnonzero(~committed)
-            if new.size:  # inside parts of the tentative cut
+            every = bool(committed.all())
+            ids = atoms if every else np.where(committed, atoms, 0)  # in range, to gather
+            flags = self._flag[ids]
+            flags[(flags == 0) & (self._flag_size[ids] != sizes[ids])] = -1  # remembered at another size
+            if not every:
+                flags[~committed] = -1
+            out: npt.NDArray[np.bool_] = flags == 1
+            units_in = None if cut is None else self._inside_units(cut, weights)
+            if not every:  # inside parts of the tentative cut
+                new = np.flatnonzero(~committed)
                 part = atoms[new] - count
-                if cut is None or int(part.max()) >= split.size:
+                if units_in is None or int(part.max()) >= split.size:
                     raise IndexError(f"atoms must be in 0..{count + split.size - 1}")
-                units_in = self._inside_units(cut, weights)
                 out[new] = (self._flag[split[part]] == 1) | (units_in[part] < k)
-            known = committed & (flags == 0)
-            unknown = np.flatnonzero(committed & (flags < 0))
+            unknown = np.flatnonzero((flags < 0) & committed)
             if unknown.size:
-                ids = atoms[unknown]
-                units = part_sums(weights, *partition.rows_of_atoms(ids))
-                at, is_cut = part_of(ids)
-                if is_cut.any():  # the outside part of a cut atom (not remembered)
-                    assert cut is not None
-                    units[is_cut] -= self._inside_units(cut, weights)[at[is_cut]]
+                atom = atoms[unknown]
+                units = part_sums(weights, *partition.rows_of_atoms(atom))
+                is_cut = cut_mask[atom]
+                if units_in is not None and is_cut.any():  # a cut atom's outside part (not remembered)
+                    units[is_cut] -= units_in[np.searchsorted(split, atom[is_cut])]
                 out[unknown] = units < k
-                whole = ids[~is_cut]  # an atom no cut changes is remembered as it is
-                self._flag[whole], self._flag_size[whole] = units[~is_cut] < k, sizes[whole]
-                self._flag_units[whole] = units[~is_cut]
-            recheck = np.flatnonzero(known)
-            if recheck.size and split.size:  # a cut atom remembered large: by subtraction
-                ids = atoms[recheck]
-                at, is_cut = part_of(ids)
-                assert cut is not None
-                left = self._flag_units[ids[is_cut]] - self._inside_units(cut, weights)[at[is_cut]]
-                out[recheck[is_cut]] = left < k
+                whole, units = atom[~is_cut], units[~is_cut]  # no cut changes it: remembered
+                self._flag[whole], self._flag_size[whole] = units < k, sizes[whole]
+                self._flag_units[whole] = units
+            if units_in is not None:  # a cut atom remembered large: its outside part by subtraction
+                recheck = np.flatnonzero((flags == 0) & cut_mask[ids])
+                atom = atoms[recheck]
+                out[recheck] = self._flag_units[atom] - units_in[np.searchsorted(split, atom)] < k
             return out
 
         return small_of
