@@ -189,8 +189,8 @@ class SmallAtoms:
         if cut is not None and cut.atom_count_before != count:
             raise ValueError("stale refinement: the partition changed since this cut was planned")
 
-        cut_mask = np.zeros(count, dtype=bool)
-        cut_mask[split] = True
+        part_at = np.full(count, -1, dtype=np.int64)  # per atom: its index in the cut, or -1
+        part_at[split] = np.arange(split.size)
 
         def small_of(atoms: Ids) -> npt.NDArray[np.bool_]:
             committed = atoms < count
@@ -212,17 +212,18 @@ class SmallAtoms:
             if unknown.size:
                 atom = atoms[unknown]
                 units = part_sums(weights, *partition.rows_of_atoms(atom))
-                is_cut = cut_mask[atom]
+                at = part_at[atom]
+                is_cut = at >= 0
                 if units_in is not None and is_cut.any():  # a cut atom's outside part (not remembered)
-                    units[is_cut] -= units_in[np.searchsorted(split, atom[is_cut])]
+                    units[is_cut] -= units_in[at[is_cut]]
                 out[unknown] = units < k
                 whole, units = atom[~is_cut], units[~is_cut]  # no cut changes it: remembered
                 self._flag[whole], self._flag_size[whole] = units < k, sizes[whole]
                 self._flag_units[whole] = units
             if units_in is not None:  # a cut atom remembered large: its outside part by subtraction
-                recheck = np.flatnonzero((flags == 0) & cut_mask[ids])
-                atom = atoms[recheck]
-                out[recheck] = self._flag_units[atom] - units_in[np.searchsorted(split, atom)] < k
+                at = part_at[ids]
+                recheck = np.flatnonzero((flags == 0) & (at >= 0))
+                out[recheck] = self._flag_units[atoms[recheck]] - units_in[at[recheck]] < k
             return out
 
         return small_of
