@@ -140,6 +140,18 @@ class AtomPartition:
         start = int(self._start[self._check(atom)])
         return self._order[start : start + int(self._size[atom])].copy()
 
+    def rows_of_atoms(self, atoms: Ids) -> tuple[RowIds, Ids]:
+        """The rows of ``atoms`` one atom after the other, and where each atom's begin:
+        atom ``atoms[i]`` holds ``rows[bounds[i] : bounds[i + 1]]`` (``rows`` of many
+        atoms in one pass, the same rows in the same order)."""
+        atoms = np.asarray(atoms, dtype=np.int64)
+        if atoms.size and (int(atoms.min()) < 0 or int(atoms.max()) >= self._atom_count):
+            raise IndexError(f"atoms must be in 0..{self._atom_count - 1}")
+        sizes = self._size[atoms]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        positions = np.repeat(self._start[atoms] - bounds[:-1], sizes) + np.arange(int(bounds[-1]))
+        return self._order[positions], bounds
+
     def representative(self, atom: int) -> int:
         """One row id of ``atom``: all its rows are in exactly the same released query sets."""
         return int(self._order[self._start[self._check(atom)]])

@@ -179,6 +179,10 @@ class FinestCells:
             return int(self._rows[ids].sum())
         return len(BitMap.union(*(self._unit_maps[int(i)] for i in ids)))
 
+    def unit_weights(self) -> Ids | None:
+        """Per finest cell its units where they add up (``units`` sums them), else None."""
+        return self.row_counts() if self._unit_maps is None else None
+
     def unit_ids(self, ids: Ids) -> BitMap:
         """The privacy units in the union of finest cells ``ids``, as ids. With one row per
         unit the cells share no unit, so cell i's units are numbered by its rows."""

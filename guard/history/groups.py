@@ -147,7 +147,7 @@ class GroupSearch:
         changed = exposure.changed_atoms()
         cut = exposure.step.cut
         parents = dict(zip(cut.children.tolist(), cut.split.tolist(), strict=True))
-        small_of = self._small.classifier(exposure.partition, changed, exposure.rows_of, parents)
+        small_of = self._small.classifier(exposure.partition, changed, exposure.rows_of, parents, cut)
         positions = np.flatnonzero(small_of(exposure.basis_atoms())).astype(np.int64)
         novelty = exposure.novelty()[positions]
         if not novelty.any():
