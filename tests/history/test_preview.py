@@ -139,9 +139,8 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
     query is still refused afterwards, and nothing the explanation saw was released."""
     policy = yaml.safe_load(STUDENTS.read_text())
     policy["state"] = str(tmp_path / "state")
-    policy["tables"]["students"]["source"] = {
-        "csv": str(STUDENTS.parent.parent / "examples/students/students.csv")
-    }
+    csv = STUDENTS.parent.parent / "examples/students/students.csv"
+    policy["tables"]["students"]["source"] = {"csv": str(csv)}
     policy["protection"]["suppression"] = {"linked": "none"}
     path = tmp_path / "students.yaml"
     path.write_text(yaml.safe_dump(policy))
@@ -161,3 +160,7 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
             guard.query(men, "alice")
         statuses = [entry["decision"] for entry in guard.log()]
     assert statuses.count("explained") == 2
+    # the withheld value is what completes the pair on the raw data: Baker alone
+    data = pd.read_csv(csv)
+    ee = data[data.major == "EE"]
+    assert ee.income.sum() == 240000 and (ee.sex == "Female").sum() == 1

@@ -11,14 +11,18 @@ released.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
+from scipy.optimize import linprog
 
 from guard import Guard
 from guard.errors import QueryRefused
 from guard.protection import decide
 from guard.suppression import ProtectionInfeasible
 
+STUDENTS_CSV = Path(__file__).resolve().parents[2] / "examples" / "students" / "students.csv"
 EE = "SELECT SUM(income) FROM students WHERE major = 'EE'"
 EE_MEN = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
 CUBE = "SELECT municipality, profession, SUM(salary) FROM castro GROUP BY CUBE (municipality, profession)"
@@ -42,6 +46,14 @@ def test_baker_refused_is_explained_by_the_cell_it_protects(students: Guard) -> 
         students.query(EE_MEN, "alice")
     decisions = [r["decision"] for r in students.log()]
     assert decisions == ["answered", "explained", "refused"]
+
+    # oracles outside the guard: the pair pins Baker's income on the raw data (the
+    # attack is real), and with the EE total alone released her interval is the LP's
+    data = pd.read_csv(STUDENTS_CSV)
+    ee = data[data.major == "EE"]
+    assert ee.income.sum() - ee[ee.sex == "Male"].income.sum() == 50000
+    ends = [linprog(c, A_eq=[[1, 1]], b_eq=[240000], bounds=[(0, None)] * 2).fun for c in ([1, 0], [-1, 0])]
+    assert (baker.low, baker.high) == (ends[0], -ends[1])
 
 
 def test_a_table_no_pattern_protects_is_explained_with_all_it_could_withhold(
