@@ -41,9 +41,8 @@ and earlier suppression patterns stay safe.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 import numpy as np
 from pyroaring import BitMap
@@ -51,7 +50,6 @@ from pyroaring import BitMap
 from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid
 from guard.errors import QueryRefused
-from guard.history.carry import PointCarry
 from guard.history.controls import HistoryControl, note, ordered, refusal
 from guard.history.finest import FinestCells, Ids, SpaceCells
 from guard.history.groups import GroupSearch, GroupVerdict
@@ -59,9 +57,10 @@ from guard.history.intervals import IntervalAudit
 from guard.history.keys import COUNT_SPACE, CellKey, cell_key, cell_label, space_of
 from guard.history.overlap import overlaps_any
 from guard.history.rowsets import as_bitmap, fingerprint
-from guard.history.sensitive import FinestSensitivity, SensitiveSets, protects_sensitive_sets, sensitive_sets
+from guard.history.sensitive import FinestSensitivity, protects_sensitive_sets, sensitive_sets
 from guard.history.span import SpanAuditor
 from guard.history.stated import measure_bounds, released_sum
+from guard.history.states import MAX_IN_SPAN, AuditState, Screened
 from guard.history.universe import AuditCells, HistoryStore, Universe, universe
 from guard.policy.model import HistoryMode, NoiseMode, Policy, Role, Table
 from guard.query.shape import AggFunc, OutputKind, QueryShape
@@ -71,50 +70,6 @@ from guard.state.records import AuditedSet, HistoryWrite
 __all__ = ["FinestSensitivity", "HistoryControl", "HistoryScreen", "Screened"]
 
 _WITHHELD = Flag.SUPPRESSED.value
-#: cells one audit state remembers as in its span, and as withheld (``_State.in_span``,
-#: ``_State.held``), ~150 bytes each
-MAX_IN_SPAN = 100_000
-
-
-@dataclass
-class _State:
-    """One audit state: the span auditor and what the optional checks need."""
-
-    auditor: SpanAuditor
-    groups: GroupSearch
-    #: the finest cells the rules flag (their totals and protection levels), if any
-    sensitive: SensitiveSets | None = None
-    released: list[BitMap] = field(default_factory=list)
-    values: list[float | None] = field(default_factory=list)
-    seen: set[bytes] = field(default_factory=set)
-    #: query sets (fingerprints) a check withheld, and its control: withheld again
-    #: unsearched, as releases only add to the span and values (what disclosed still would)
-    withheld: dict[bytes, HistoryControl] = field(default_factory=dict)
-    #: the feasible points of the last sensitive-set check, for the next (``carry.py``)
-    carry: PointCarry = field(default_factory=PointCarry)
-    #: (selection, cell key) of the query sets released or found implied in this state:
-    #: asked again, they are implied (the span only grows), so not even their rows are
-    #: read (``SpaceCells.selection`` names the data version and what the sets depend on)
-    in_span: set[tuple[Hashable, CellKey]] = field(default_factory=set)
-    #: the same for cells withheld, with their control and ``SpanAuditor.version`` then:
-    #: asked again before anything changed, the check's every input is the same
-    held: dict[tuple[Hashable, CellKey], tuple[HistoryControl, int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Screened:
-    """The audit's verdict on one answer: the (row, column) positions of the answer to
-    withhold, a note saying which controls withheld them, and ``write``, what it
-    released (persisted in the transaction of the answer's log row)."""
-
-    write: HistoryWrite | None
-    #: each withheld position and its control (its ``HistoryControl`` value, kept with it)
-    controls: Mapping[tuple[int, int], str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @property
-    def withheld(self) -> frozenset[tuple[int, int]]:
-        return frozenset(self.controls)
 
 
 class HistoryScreen:
@@ -139,7 +94,7 @@ class HistoryScreen:
         self.k = policy.protection.history_k
         self._finest: dict[tuple[str, str], FinestCells] = {}
         self._finest_lock = threading.Lock()
-        self._states: dict[tuple[tuple[str, ...], str, str, str], _State] = {}
+        self._states: dict[tuple[tuple[str, ...], str, str, str], AuditState] = {}
         self._universes: dict[tuple[str, str], Universe] = {}
         # one worker: a version's identities are stored off the answer's path
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history-lineage")
@@ -181,6 +136,14 @@ class HistoryScreen:
             spaces.setdefault(space_of(aggregate.func, aggregate.column), set()).add(i)
         listed = [(space, column, frozenset(idx)) for (space, column), idx in spaces.items()]
         return self._cells(table, info).query_sets(shape, listed)
+
+    def released(
+        self, analyst: str, table: Table, info: TableInfo, space: str
+    ) -> tuple[Universe, list[tuple[str, bytes, float | None]]]:
+        """The audit's rows of ``table`` (every data version) and what ``analyst``'s audit
+        scope released into ``space``, in order, as the store keeps it (``heldintervals.py``)."""
+        rows = self._universe(self._cells(table, info))
+        return rows, self._store.audit_sets(table.name, space, self._settings.scope_of(analyst))
 
     def known_rows(
         self,
@@ -243,7 +206,7 @@ class HistoryScreen:
         published = 0
         withheld: dict[tuple[int, int], HistoryControl] = {}  # position: its control
         begun: set[int] = set()
-        stamped: list[tuple[_State, tuple[Hashable, CellKey], Ids]] = []  # held in this answer
+        stamped: list[tuple[AuditState, tuple[Hashable, CellKey], Ids]] = []  # held in this answer
         for r, key in enumerate(matched):
             for position, output in enumerate(shape.outputs):
                 if output.kind is not OutputKind.AGGREGATE:
@@ -328,7 +291,7 @@ class HistoryScreen:
     # -- checks ------------------------------------------------------------------------
 
     def _check(
-        self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
+        self, state: AuditState, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
     ) -> HistoryControl | None:
         """The control that withholds this query set, or None to release it."""
         if state.auditor.implied(ids):
@@ -339,7 +302,7 @@ class HistoryScreen:
         return state.withheld.get(key)
 
     def _control(
-        self, state: _State, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
+        self, state: AuditState, finest: AuditCells, ids: Ids, total: float | None, table: Table, space: str
     ) -> HistoryControl | None:
         limit = self._settings.max_overlap
         if limit is not None and overlaps_any(ids, state.released, state.seen, finest.units, limit):
@@ -367,7 +330,7 @@ class HistoryScreen:
 
     # -- states --------------------------------------------------------------------------
 
-    def _remember(self, state: _State, ids: Ids, total: float | None) -> None:
+    def _remember(self, state: AuditState, ids: Ids, total: float | None) -> None:
         lp = self._settings.tolerance is not None or state.sensitive is not None
         if self._settings.max_overlap is not None or lp:
             state.released.append(as_bitmap(ids))
@@ -393,13 +356,13 @@ class HistoryScreen:
             self._universes[key] = universe(finest, self._backend, self._store, self._background)
         return self._universes[key]
 
-    def _state(self, rows: Universe, table: Table, info: TableInfo, space: str, scope: str) -> _State:
+    def _state(self, rows: Universe, table: Table, info: TableInfo, space: str, scope: str) -> AuditState:
         key = (rows.key, table.name, space, scope)
         if key not in self._states:
             auditor = SpanAuditor(np.arange(rows.cells.count, dtype=np.int64), boxes=rows.boxes)
             flagged = sensitive_sets(self._flags(table, info), self._cells(table, info), rows, space)
             groups = GroupSearch(self.k, rows.cells, None if flagged is None else flagged.of)
-            state = _State(auditor, groups, sensitive=flagged)
+            state = AuditState(auditor, groups, sensitive=flagged)
             # a restart or a new data version rebuilds the state from everything released
             # before, on every version whose identities are known, in order
             for version, cells, value in self._store.audit_sets(table.name, space, scope):
