@@ -9,9 +9,10 @@ explained first (``Guard.explain``: the cell protection, then the history audit 
 states rebuilt from the store, releasing nothing; ``guard/history/preview.py``), then
 asked (``Guard.query``). Printed per query: the explanation's and the answer's
 milliseconds, whether the explanation's answer has exactly the answer's flags (a refusal
-against every value withheld), and how many values the explanation lists as withheld by
-the history audit. The explanation's cost is mostly the rebuilding of the audit states
-from every earlier release, so it grows with the history. Exit status 1 when an
+against every value withheld), how many values the explanation lists as withheld by
+the history audit, and how many of those it bounds (``guard/history/heldintervals.py``:
+at most ``MAX_HELD_INTERVALS`` per explanation). The explanation's cost is mostly the
+rebuilding of the audit states from every earlier release, so it grows with the history. Exit status 1 when an
 explanation differs from its answer.
 """
 
@@ -47,7 +48,7 @@ def _agrees(explained: Explanation | None, answer: ProtectedResult | None) -> bo
 def main(argv: list[str] | None = None) -> int:
     args = bench_core.data_parser(__doc__, rows=100_000).parse_args(argv)
     data = bench_core.generate(args.out, args.rows, 1, args.seed, 5)
-    print(f"{'query':6} {'explain ms':>11} {'query ms':>10}  same  history-withheld")
+    print(f"{'query':6} {'explain ms':>11} {'query ms':>10}  same  history-withheld  with interval")
     differs = 0
     with tempfile.TemporaryDirectory() as state, Guard.open(data.policy, state=state) as guard:
         guard.prepare()
@@ -67,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             query_ms = (time.perf_counter() - started) * 1000
             same = _agrees(explained, answer)
             differs += not same
-            held = 0 if explained is None else sum(c.status.startswith(words) for c in explained.cells)
-            print(f"{qid:6} {explain_ms:11.1f} {query_ms:10.1f}  {'yes' if same else 'NO':4}  {held}")
+            cells = [] if explained is None else [c for c in explained.cells if c.status.startswith(words)]
+            bounded = sum(c.width == c.width for c in cells)  # NaN: not computed
+            flag = "yes" if same else "NO"
+            print(f"{qid:6} {explain_ms:11.1f} {query_ms:10.1f}  {flag:4}  {len(cells):16}  {bounded}")
     return 1 if differs else 0
 
 

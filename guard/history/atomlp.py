@@ -75,6 +75,8 @@ def both_ends(
     for sense in (highspy.ObjSense.kMinimize, highspy.ObjSense.kMaximize):
         highs.changeObjectiveSense(sense)
         highs.run()
+        if highs.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+            return [None, None]  # out of the caller's time (``AtomIntervals.limit``): no retry
         optimal = highs.getModelStatus() == highspy.HighsModelStatus.kOptimal
         if not optimal:
             # a warm start from an earlier solve's basis can end unproven (measured: ~4 %
@@ -159,6 +161,16 @@ class AtomIntervals:
             ends = self._solve(np.array([atom]))
             self._found[atom] = (ends[0], ends[1])
         return self._found[atom]
+
+    def limit(self, seconds: float) -> None:
+        """Stop each later solve after ``seconds`` (it then ends unproven: None sides)."""
+        self._highs.setOptionValue("time_limit", max(float(seconds), 0.0))
+
+    def whole(self, atoms: npt.NDArray[np.int64]) -> tuple[float | None, float | None]:
+        """[min, max] of the total of the whole atoms ``atoms`` (only the objective
+        changes: the solves start from the last basis). None sides when the LP fails."""
+        ends = self._solve(atoms)
+        return ends[0], ends[1]
 
     def reach(self, atoms: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> tuple[float, float]:
         """How far down and up the total of a set reaches that holds ``rows[i]`` rows of

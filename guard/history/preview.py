@@ -19,6 +19,7 @@ long history takes seconds: ``guard explain`` is a steward's tool, not the query
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,10 +27,15 @@ from dataclasses import dataclass
 from guard.backends.base import TableInfo
 from guard.cells import CellGrid
 from guard.history.controls import HistoryControl, control_text
+from guard.history.finest import SpaceCells
+from guard.history.heldintervals import HeldSet, explained_intervals
 from guard.history.keys import cell_key, cell_label
 from guard.history.screen import HistoryScreen
+from guard.history.stated import measure_bounds
+from guard.policy.model import Table
 from guard.query.shape import OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
+from guard.state.records import HistoryWrite
 
 __all__ = ["HeldValue", "Preview", "preview"]
 
@@ -47,6 +53,10 @@ class HeldValue:
     column: str
     control: HistoryControl
     reason: str
+    #: what the released answers (earlier ones and this one's) leave of it
+    #: (``heldintervals.py``); NaN where not computed
+    low: float = math.nan
+    high: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -88,14 +98,48 @@ def preview(
     screened = screener.screen(
         analyst, shape, table, info, result, sets, grid, order, measured, refuse=False, release=not alone
     )
+    positions = sorted(screened.controls)
+    intervals = _intervals(screen, analyst, shape, table, info, sets, grid, order, positions, screened.write)
     held = tuple(
         HeldValue(
             cell_label(cell_key(shape, grid, order[r])),
             space_of[shape.outputs[position].index],
             result.columns[position],
-            HistoryControl(control),
-            control_text(control, screen.k),
+            HistoryControl(screened.controls[(r, position)]),
+            control_text(screened.controls[(r, position)], screen.k),
+            *interval,
         )
-        for (r, position), control in sorted(screened.controls.items())
+        for (r, position), interval in zip(positions, intervals, strict=True)
     )
     return Preview(result.withholding(screened.withheld, screened.notes), held)
+
+
+def _intervals(
+    screen: HistoryScreen,
+    analyst: str,
+    shape: QueryShape,
+    table: Table,
+    info: TableInfo,
+    sets: Sequence[SpaceCells],
+    grid: CellGrid,
+    order: Sequence[int],
+    positions: Sequence[tuple[int, int]],
+    write: HistoryWrite | None,
+) -> list[tuple[float, float]]:
+    """What the releases leave of each withheld value (``heldintervals.py``): everything
+    released before into its audit state and what this answer releases."""
+    by_aggregate = {a: s for s in sets for a in s.aggregates}
+    universes, released, bounds = {}, {}, {}
+    held: list[HeldSet | None] = []
+    for r, position in positions:
+        space_cells = by_aggregate[shape.outputs[position].index]
+        space = space_cells.space
+        if space not in universes:
+            universes[space], stored = screen.released(analyst, table, info, space)
+            written = write.sets if write else ()
+            mine = [(info.data_version, s.cells, s.value) for s in written if s.space == space]
+            released[space], bounds[space] = [*stored, *mine], measure_bounds(table, space)
+        cells = space_cells.cells.get(cell_key(shape, grid, order[r]))
+        ids = None if cells is None else universes[space].ids(info.data_version, cells)
+        held.append(None if ids is None or ids.size == 0 else HeldSet(space, ids))
+    return explained_intervals(universes, released, held, bounds)

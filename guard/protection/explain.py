@@ -26,8 +26,9 @@ class ExplainedCell:
 
     ``status``: "primary: <rules>", "secondary", "history audit" (withheld by the exact
     history audit when it was answered before), the words of a history control (a value
-    of this answer the history audit would withhold: it has no interval of its own, the
-    control says what releasing it would reveal), or for cells outside this answer
+    of this answer the history audit would withhold: the control says what releasing it
+    would reveal, and its interval is what the released answers leave of it,
+    ``guard.history.heldintervals``), or for cells outside this answer
     "withheld earlier" / "never released". ``width`` is the feasibility interval's
     width (``inf`` when unbounded); ``required`` the protection interval's width
     (lower + upper level; None for a cell that needs none); ``meets`` whether the
@@ -82,8 +83,11 @@ def explain_decision(
     suffix = f" (where {where_text})" if where_text else ""
     for value in held:
         status = f"{value.reason} (column {value.column})"
-        nan = math.nan
-        cells.append(ExplainedCell(f"{value.cell}{suffix}", value.space, status, nan, nan, nan, None, False))
+        width = value.high - value.low  # NaN when not computed
+        if width != width:
+            status += " (interval not computed)"
+        cell = f"{value.cell}{suffix}"
+        cells.append(ExplainedCell(cell, value.space, status, value.low, value.high, width, None, None))
     return Explanation(result, tuple(cells), methods)
 
 

@@ -135,7 +135,7 @@ def test_explain_withholds_what_the_query_would_and_releases_nothing(
 
 def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path) -> None:
     """Seed 002's pair: after SUM(income) of EE, the same for male EE students is Baker's
-    income. Explained, it is withheld by the span control (no interval of its own); the
+    income. Explained, it is withheld by the span control, with what the EE total leaves of it; the
     query is still refused afterwards, and nothing the explanation saw was released."""
     policy = yaml.safe_load(STUDENTS.read_text())
     policy["state"] = str(tmp_path / "state")
@@ -153,7 +153,9 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
         (cell,) = explained.cells
         assert cell.cell.startswith("all rows (where") and cell.quantity == "sum(income)"
         assert cell.status.startswith("exact history audit: with answers already given")
-        assert cell.low != cell.low and cell.meets is False  # no interval: the control says why
+        # what the EE total leaves of it: the men's box [0, 3 x 200,000] cut by 240,000
+        # minus the one woman's [0, 200,000] (checked on the raw data below)
+        assert (cell.low, cell.high, cell.meets) == (40000.0, 240000.0, None)
         assert any("history audit" in note for note in explained.result.notes)
         assert "190000" not in repr(explained.result.rows)
         with pytest.raises(QueryRefused, match="history audit"):
@@ -164,3 +166,5 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
     data = pd.read_csv(csv)
     ee = data[data.major == "EE"]
     assert ee.income.sum() == 240000 and (ee.sex == "Female").sum() == 1
+    high = policy["tables"]["students"]["columns"]["income"]["bounds"][1]
+    assert (240000 - high * (ee.sex == "Female").sum(), 240000) == (40000, 240000)
