@@ -9,6 +9,7 @@ a released row is the one candidate cell whose SUM is the value sent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,10 +24,12 @@ import pandas as pd
 import pytest
 
 from guard import Guard
+from guard.audit.answers import row_cells
 from guard.audit.cellsets import CellSet, EntryCells, GuardCells
 from guard.audit.logsource import LogEntry, entries_from_store, read_log
 from guard.audit.offline import AuditResult, audit_log
 from guard.history.rowsets import RowIds
+from guard.query.front import read_query
 from guard.result import Flag
 from guard.state.records import LogRecord, Outcome
 from guard.state.store import StateStore
@@ -123,10 +126,12 @@ def cells_of(data: pd.DataFrame, levels: Sequence[tuple[str, ...]]) -> dict[Cell
     return cells
 
 
-def released_by_oracle(data: pd.DataFrame, query: str, rows: Sequence[Sequence[Any]], flags: Any) -> set[Cell]:
+def released_by_oracle(
+    data: pd.DataFrame, query: str, rows: Sequence[Sequence[Any]], flags: Any
+) -> set[Cell]:
     """The cells whose SUM was sent: for each row sent with a released value, the one
     cell that fits its keys (a NULL key: rolled up, or a real NULL) and has that SUM."""
-    sql, levels = QUERIES[query]
+    levels = QUERIES[query][1]
     cells = cells_of(data, levels)
     released = set()
     for row, row_flags in zip(rows, flags, strict=True):
@@ -151,7 +156,9 @@ def label(cell: Cell) -> str:
     level, values = cell
     if not level:
         return "all rows"
-    return ", ".join(f"{k} IS NULL" if v is None else f"{k}='{v}'" for k, v in zip(level, values, strict=True))
+    return ", ".join(
+        f"{k} IS NULL" if v is None else f"{k}='{v}'" for k, v in zip(level, values, strict=True)
+    )
 
 
 @dataclass
@@ -165,7 +172,9 @@ class Asked:
 
 
 @pytest.fixture
-def asked(policy: Path, data: pd.DataFrame, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Asked]:
+def asked(
+    policy: Path, data: pd.DataFrame, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Asked]:
     sequence = SEQUENCES[request.param]
     with Guard.open(policy, state=tmp_path / "state") as guard:
         released, withheld = [], 0
@@ -244,6 +253,7 @@ def test_findings_are_those_of_the_sent_cells_alone(asked: Asked, data: pd.DataF
     own = audit_log(asked.entries, GuardCells(asked.guard.policy, asked.guard.backend), K)
     sent = audit_log(asked.entries, PassThrough(data, asked.released, queries), K)
     assert findings(own) == findings(sent)
+    assert own.disclosures == ()  # the guard's protection held; counting withheld cells finds some
     assert [e.cells for e in own.entries] == [len(r) for r in asked.released]
 
 
@@ -255,15 +265,15 @@ def test_the_guards_json_export_keeps_the_levels(asked: Asked, tmp_path: Path) -
     source = GuardCells(policy, asked.guard.backend)
     entries = read_log(log)
     assert [e.answer for e in entries] == [e.answer for e in asked.entries]
-    assert [e.answer.levels for e in entries if e.answer] == [e.answer.levels for e in asked.entries if e.answer]
+    assert [e.answer.levels for e in entries if e.answer] == [
+        e.answer.levels for e in asked.entries if e.answer
+    ]
     for entry, released in zip(entries, asked.released, strict=True):
         assert sorted(c.label for c in source.cells(entry).cells) == sorted(map(label, released))
 
 
 def old_hash(previous: str, ts: str, row: Mapping[str, Any]) -> str:
     """The record hash as the log computed it before it kept levels (session 21)."""
-    import hashlib
-
     fields = ("analyst", "sql", "canonical", "data_version", "decision", "error", "reason")
     body = {"ts": ts, **{k: row[k] for k in (*fields, "columns", "rows", "flags", "notes")}}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
@@ -287,7 +297,9 @@ def test_an_old_log_without_levels_replays_and_verifies_as_before(
     store.close()
     with duckdb.connect(str(state / "guard.duckdb")) as con:
         con.execute("ALTER TABLE query_log DROP COLUMN levels")
-        [row] = con.execute("SELECT * FROM query_log").df().to_dict("records")
+        cursor = con.execute("SELECT * FROM query_log")
+        names = [d[0] for d in cursor.description or []]
+        [row] = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
     assert row["record_hash"] == old_hash(row["prev_hash"], row["ts"].isoformat(), row)
     old = StateStore(state, read_only=True)  # not migrated: no levels column
     try:
@@ -308,11 +320,14 @@ def test_an_old_log_without_levels_replays_and_verifies_as_before(
         guard.query(sql, analyst="bob")  # a new record, with levels, after the old one
         assert guard.store.check_chain().broken is None
         old_entry, new_entry = entries_from_store(guard.store.log())
+        assert old_entry.answer == entry.answer and old_entry.answer.levels is None
         assert new_entry.answer is not None and new_entry.answer.levels is not None
         released = released_by_oracle(data, "rollup", new_entry.answer.rows, new_entry.answer.flags)
         cells = GuardCells(guard.policy, guard.backend).cells(new_entry).cells
-        assert sorted(c.label for c in cells) == sorted(map(label, released)) != sorted(
-            c.label for c in replayed.cells
+        assert (
+            sorted(c.label for c in cells)
+            == sorted(map(label, released))
+            != sorted(c.label for c in replayed.cells)
         )
 
 
@@ -337,3 +352,20 @@ def test_levels_are_covered_by_the_hash_chain(policy: Path, tmp_path: Path) -> N
             assert store.check_chain().broken == 1
         finally:
             store.close()
+
+
+def test_a_recorded_level_picks_the_cell_and_one_that_does_not_fit_is_ignored(policy: Path) -> None:
+    with Guard.open(policy, state=policy.parent / "state") as guard:
+        shape = read_query(QUERIES["rollup"][0], guard.policy, None, guard.column_types).shape
+    total, group = (("region",), ("north",)), (("region", "sex"), ("north", None))
+    cells = {total, group, ((), ())}
+    row = [("north", None, 1)]
+    assert row_cells(shape, row, cells) is None  # fits both: ambiguous without its level
+    assert row_cells(shape, row, cells, levels=[("region",)]) == [total]
+    assert row_cells(shape, row, cells, levels=[("sex", "region")]) == [group]  # a set: any order
+    # a level the query does not have, or one per row missing: matched as without levels
+    assert row_cells(shape, row, cells, levels=[("sex",)]) is None
+    assert row_cells(shape, row, {total, ((), ())}, levels=[("sex",)]) == [total]
+    assert row_cells(shape, row, cells, levels=[]) is None
+    # a recorded level whose cell the data does not hold (changed since): as without levels
+    assert row_cells(shape, row, {total}, levels=[("region", "sex")]) == [total]
