@@ -3,82 +3,41 @@
 Without GROUPING() in the query, a row (north, NULL) is the north subtotal or the group
 of north rows whose sex is NULL: its values do not say which. The guard logs each sent
 row's grouping set, and the replay must count as released exactly the cells that were
-sent with a value. The oracle here is pandas on the raw rows plus the answer's flags:
-a released row is the one candidate cell whose SUM is the value sent.
+sent with a value (the oracle: ``nulldims.py``, pandas on the raw rows and the flags).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import random
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
-import numpy.typing as npt
 import pandas as pd
 import pytest
 
 from guard import Guard
 from guard.audit.answers import row_cells
-from guard.audit.cellsets import CellSet, EntryCells, GuardCells
-from guard.audit.logsource import LogEntry, entries_from_store, read_log
-from guard.audit.offline import AuditResult, audit_log
-from guard.history.rowsets import RowIds
+from guard.audit.cellsets import GuardCells
+from guard.audit.logsource import entries_from_store, read_log
 from guard.query.front import read_query
-from guard.result import Flag
 from guard.state.records import LogRecord, Outcome
 from guard.state.store import StateStore
-
-K = 3
-KEYS = ("region", "sex")
-#: rows per (region, sex); None is a real NULL. Some groups are under k: the guard withholds them
-GROUPS = {
-    ("north", "M"): 5,
-    ("north", "F"): 4,
-    ("north", None): 1,
-    ("south", "M"): 4,
-    ("south", "F"): 3,
-    ("south", None): 4,
-    (None, "M"): 3,
-    (None, "F"): 1,
-    (None, None): 3,
-}
-#: the grouping sets each query's rows belong to, as the SQL means them (not as the guard reads it)
-QUERIES: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
-    "rollup": (
-        "SELECT region, sex, SUM(income) FROM people GROUP BY ROLLUP (region, sex)",
-        (("region", "sex"), ("region",), ()),
-    ),
-    "cube": (
-        "SELECT region, sex, SUM(income) FROM people GROUP BY CUBE (region, sex)",
-        (("region", "sex"), ("region",), ("sex",), ()),
-    ),
-    "sets": (
-        "SELECT region, sex, SUM(income) AS s FROM people GROUP BY GROUPING SETS ((region, sex), (sex), ())",
-        (("region", "sex"), ("sex",), ()),
-    ),
-}
-SEQUENCES = {name: [name] for name in QUERIES} | {"all three": ["rollup", "sets", "cube"]}
-
-Cell = tuple[tuple[str, ...], tuple[Any, ...]]
-
-
-def people() -> pd.DataFrame:
-    rng = random.Random(22)
-    rows = [(region, sex) for (region, sex), n in GROUPS.items() for _ in range(n)]
-    return pd.DataFrame(
-        {
-            "id": [f"p{i:02d}" for i in range(len(rows))],
-            "region": [r for r, _ in rows],
-            "sex": [s for _, s in rows],
-            "income": [rng.randrange(10_000, 90_000) for _ in rows],
-        }
-    )
+from tests.audit.nulldims import (
+    QUERIES,
+    SEQUENCES,
+    Asked,
+    ask,
+    cells_of,
+    check_findings,
+    check_replayed_cells,
+    label,
+    people,
+    released_by_oracle,
+    write_policy,
+)
 
 
 @pytest.fixture
@@ -88,173 +47,26 @@ def data() -> pd.DataFrame:
 
 @pytest.fixture
 def policy(tmp_path: Path, data: pd.DataFrame) -> Path:
-    csv = tmp_path / "people.csv"
-    data.to_csv(csv, index=False)  # None is written as an empty field: a NULL
-    path = tmp_path / "people.yaml"
-    path.write_text(
-        f"""name: people
-protection:
-  min_query_set_size: {K}
-tables:
-  people:
-    source:
-      csv: {csv}
-    privacy_unit: id
-    columns:
-      id: {{role: identifier}}
-      region: {{role: dimension}}
-      sex: {{role: dimension}}
-      income: {{role: measure, bounds: [0, 100000]}}
-analysts:
-  alice: {{}}
-  bob: {{}}
-"""
-    )
-    return path
-
-
-def cells_of(data: pd.DataFrame, levels: Sequence[tuple[str, ...]]) -> dict[Cell, list[int]]:
-    """Every cell of the grouping sets ``levels``: its row indexes in ``data``."""
-    cells: dict[Cell, list[int]] = {}
-    for level in levels:
-        if not level:
-            cells[((), ())] = list(data.index)
-            continue
-        for values, group in data.groupby(list(level), dropna=False):
-            named = tuple(None if pd.isna(v) else v for v in values)
-            cells[(level, named)] = list(group.index)
-    return cells
-
-
-def released_by_oracle(
-    data: pd.DataFrame, query: str, rows: Sequence[Sequence[Any]], flags: Any
-) -> set[Cell]:
-    """The cells whose SUM was sent: for each row sent with a released value, the one
-    cell that fits its keys (a NULL key: rolled up, or a real NULL) and has that SUM."""
-    levels = QUERIES[query][1]
-    cells = cells_of(data, levels)
-    released = set()
-    for row, row_flags in zip(rows, flags, strict=True):
-        region, sex, value = row
-        fitting = [
-            (level, values)
-            for level, values in cells
-            if all(
-                (values[level.index(k)] == v if k in level else v is None)
-                for k, v in zip(KEYS, (region, sex), strict=True)
-            )
-        ]
-        assert fitting, row
-        if row_flags[2] != Flag.RELEASED.value:
-            continue
-        [cell] = [c for c in fitting if data.loc[cells[c], "income"].sum() == value]
-        released.add(cell)
-    return released
-
-
-def label(cell: Cell) -> str:
-    level, values = cell
-    if not level:
-        return "all rows"
-    return ", ".join(
-        f"{k} IS NULL" if v is None else f"{k}='{v}'" for k, v in zip(level, values, strict=True)
-    )
-
-
-@dataclass
-class Asked:
-    """A sequence answered by the guard: its log, and the oracle's released cells per entry."""
-
-    guard: Guard
-    entries: list[LogEntry]
-    released: list[set[Cell]]
-    withheld: int
+    return write_policy(tmp_path / "policy", data)
 
 
 @pytest.fixture
 def asked(
     policy: Path, data: pd.DataFrame, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[Asked]:
-    sequence = SEQUENCES[request.param]
     with Guard.open(policy, state=tmp_path / "state") as guard:
-        released, withheld = [], 0
-        for i, query in enumerate(sequence):
-            result = guard.query(QUERIES[query][0], analyst=("alice", "bob")[i % 2])
-            released.append(released_by_oracle(data, query, result.rows, result.flags))
-            withheld += sum(f[2] == Flag.SUPPRESSED.value for f in result.flags)
-        yield Asked(guard, entries_from_store(guard.store.log()), released, withheld)
-
-
-class PassThrough:
-    """A cell source that releases exactly the oracle's cells of each entry (row ids: the
-    frame's index, one privacy unit per row)."""
-
-    def __init__(self, data: pd.DataFrame, released: Sequence[set[Cell]], queries: Sequence[str]) -> None:
-        self.data, self.released, self.queries = data, released, queries
-
-    def cells(self, entry: LogEntry) -> EntryCells:
-        query = self.queries[entry.seq - 1]
-        cells = cells_of(self.data, QUERIES[query][1])
-        levels = QUERIES[query][1]
-        # released in the replay's order (the groups found along the way depend on it):
-        # grouping sets as the query lists them, then key values, NULL first
-        order = sorted(
-            self.released[entry.seq - 1],
-            key=lambda c: (levels.index(c[0]), [(v is not None, v or "") for v in c[1]]),
-        )
-        found = tuple(
-            CellSet("sum(income)", label(c), np.asarray(cells[c], dtype=np.int64), frozenset({0}))
-            for c in order
-        )
-        return EntryCells("people", "v", found)
-
-    def unit_of_row(self, table: str) -> npt.NDArray[np.int64]:
-        return np.arange(len(self.data), dtype=np.int64)
-
-    def describe(self, table: str, rows: RowIds) -> Mapping[str, Any] | None:
-        picked = self.data.loc[rows.tolist()]
-        shared: dict[str, Any] = {}
-        for key in KEYS:
-            if picked[key].isna().all():
-                shared[key] = None
-            elif picked[key].nunique(dropna=False) == 1:
-                shared[key] = picked[key].iloc[0]
-        return shared
-
-
-def findings(result: AuditResult) -> list[tuple[Any, ...]]:
-    """What an auditor reads of each determined group (not the derivation named)."""
-    return sorted(
-        (d.space, d.rows, d.units, d.disclosure, d.seq, json.dumps(d.description, sort_keys=True))
-        for d in result.determined
-    )
+        yield ask(guard, data, SEQUENCES[request.param])
 
 
 @pytest.mark.parametrize("asked", list(SEQUENCES), indirect=True)
 def test_the_replay_counts_exactly_the_cells_sent(asked: Asked, data: pd.DataFrame) -> None:
-    assert asked.withheld > 0  # the guard withheld small groups
-    source = GuardCells(asked.guard.policy, asked.guard.backend)
-    for entry, released in zip(asked.entries, asked.released, strict=True):
-        assert entry.answer is not None and entry.answer.levels is not None
-        replayed = source.cells(entry)
-        assert replayed.notes == ()
-        query = QUERIES[next(q for q in QUERIES if QUERIES[q][0] == entry.sql)]
-        sizes = {label(c): len(rows) for c, rows in cells_of(data, query[1]).items()}
-        assert sorted((c.label, c.rows.size) for c in replayed.cells) == sorted(
-            (label(c), sizes[label(c)]) for c in released
-        )
-        # the answer is ambiguous without levels: some rows fit two cells of the data
-        assert sum(r[0] is None or r[1] is None for r in entry.answer.rows) > len(query[1]) - 1
+    check_replayed_cells(asked, data)
 
 
 @pytest.mark.parametrize("asked", list(SEQUENCES), indirect=True)
 def test_findings_are_those_of_the_sent_cells_alone(asked: Asked, data: pd.DataFrame) -> None:
-    queries = [next(q for q in QUERIES if QUERIES[q][0] == e.sql) for e in asked.entries]
-    own = audit_log(asked.entries, GuardCells(asked.guard.policy, asked.guard.backend), K)
-    sent = audit_log(asked.entries, PassThrough(data, asked.released, queries), K)
-    assert findings(own) == findings(sent)
+    own = check_findings(asked, data)
     assert own.disclosures == ()  # the guard's protection held; counting withheld cells finds some
-    assert [e.cells for e in own.entries] == [len(r) for r in asked.released]
 
 
 @pytest.mark.parametrize("asked", ["all three"], indirect=True)
