@@ -102,6 +102,12 @@ class ProtectedResult:
     flags: list[list[str]]
     notes: list[str] = field(default_factory=list)
     aggregates: tuple[int, ...] | None = None
+    #: per row, its grouping set (the group keys not rolled up), for the query log only
+    #: (:meth:`logged_levels`): a row of a ROLLUP, CUBE or GROUPING SETS whose key is NULL
+    #: is a total or a group of real NULLs, which its values alone do not tell. None for a
+    #: plain GROUP BY (one grouping set) or when whoever built the answer did not say. Not
+    #: sent (``to_dict``, ``to_pandas``) nor compared: the answer is the same without it.
+    levels: tuple[tuple[str, ...], ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # frozen: the fields are set once, here, as read-only copies
@@ -111,6 +117,11 @@ class ProtectedResult:
         object.__setattr__(self, "notes", ReadOnlyList(self.notes))
         if self.aggregates is not None:
             object.__setattr__(self, "aggregates", tuple(self.aggregates))
+        if self.levels is not None:
+            levels = tuple(tuple(level) for level in self.levels)
+            if len(levels) != len(self.rows):
+                raise ValueError(f"{len(levels)} levels for {len(self.rows)} rows: one level per row")
+            object.__setattr__(self, "levels", levels)
 
     def withholding(self, cells: Iterable[tuple[int, int]], notes: Sequence[str] = ()) -> ProtectedResult:
         """A copy with the values at ``cells`` (row, column) withheld (None, flagged
@@ -129,12 +140,19 @@ class ProtectedResult:
             [suppressed if c in hidden.get(r, ()) else f for c, f in enumerate(row)]
             for r, row in enumerate(self.flags)
         ]
-        return ProtectedResult(list(self.columns), rows, flags, [*self.notes, *notes], self.aggregates)
+        return ProtectedResult(
+            list(self.columns), rows, flags, [*self.notes, *notes], self.aggregates, self.levels
+        )
 
     def with_aggregates(self, positions: Iterable[int]) -> ProtectedResult:
         """A copy that knows which columns hold aggregates (``positions``, 0-based)."""
         return ProtectedResult(
-            list(self.columns), self.rows, self.flags, list(self.notes), tuple(sorted(set(positions)))
+            list(self.columns),
+            self.rows,
+            self.flags,
+            list(self.notes),
+            tuple(sorted(set(positions))),
+            self.levels,
         )
 
     def with_flag_columns(self) -> ProtectedResult:
@@ -170,7 +188,7 @@ class ProtectedResult:
                     cell_flags.append(released)
             rows.append(values)
             flags.append(cell_flags)
-        return ProtectedResult(columns, rows, flags, list(self.notes), tuple(aggregates))
+        return ProtectedResult(columns, rows, flags, list(self.notes), tuple(aggregates), self.levels)
 
     @property
     def nothing_released(self) -> bool:
@@ -200,6 +218,17 @@ class ProtectedResult:
         alike), and a NaN logged as null would be matched to the NULL cell: the NaN
         cell's release would go unaudited."""
         return [[_logged(v) for v in row] for row in self.rows]
+
+    def logged_levels(self) -> dict[str, list[Any]] | None:
+        """The rows' grouping sets as the query log keeps them (None when not known):
+        ``{"sets": [["region", "sex"], ["region"], []], "rows": [0, 1, 0, 2]}``, each
+        distinct set once (its keys named, in ``group_by`` order) and per row the index of
+        its set. The offline audit reads them to match a row to the cell that was sent."""
+        if self.levels is None:
+            return None
+        index: dict[tuple[str, ...], int] = {}
+        rows = [index.setdefault(level, len(index)) for level in self.levels]
+        return {"sets": [list(level) for level in index], "rows": rows}
 
     def to_pandas(self, flags: bool = False) -> pd.DataFrame:
         """The rows as a DataFrame (withheld cells are missing values); flags in ``.attrs``.

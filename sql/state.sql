@@ -22,8 +22,13 @@ CREATE TABLE IF NOT EXISTS query_log (
     notes         JSON,
     elapsed_ms    DOUBLE,
     prev_hash     VARCHAR NOT NULL,
-    record_hash   VARCHAR NOT NULL
+    record_hash   VARCHAR NOT NULL,
+    levels        JSON              -- an answer of several grouping sets: each row's set, {"sets": [[keys]], "rows": [i]}
 );
+
+-- Stores created before the log kept levels gain the column (NULL in their records, which
+-- their hashes never covered: guard/state/chain.py, LATER_FIELDS).
+ALTER TABLE query_log ADD COLUMN IF NOT EXISTS levels JSON;
 
 -- Cells released per table and additive quantity, for linked-table protection: a new
 -- answer is protected together with what was published (kept) and withheld (stays

@@ -9,7 +9,7 @@ A log is a sequence of answered requests (analyst, time, SQL). Three sources:
   ``ts``); other columns are ignored;
 - a JSONL file, one object per line with the same keys. ``guard log --format json``
   writes this format: records carrying a ``decision`` other than ``answered`` are
-  skipped, and ``rows`` / ``flags`` are read like the store's.
+  skipped, and ``rows`` / ``flags`` / ``levels`` are read like the store's.
 
 Times are ISO 8601 (a time zone is converted to UTC) or numbers of seconds since the
 epoch; a time may be empty. Bad input raises :class:`LogFileError` naming the file and
@@ -47,10 +47,13 @@ class LogFileError(PolicyError):
 @dataclass(frozen=True)
 class Answer:
     """What the guard published for a logged request: the rows it sent (withheld values
-    are None) and each cell's flag (``released``, ``suppressed``, ``noised``, ...)."""
+    are None), each cell's flag (``released``, ``suppressed``, ``noised``, ...) and, for
+    an answer of several grouping sets logged since the log keeps them, each row's
+    grouping set (the keys not rolled up; None when the log does not say)."""
 
     rows: tuple[tuple[Any, ...], ...]
     flags: tuple[tuple[str, ...], ...]
+    levels: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def entries_from_store(records: Iterable[Mapping[str, Any]]) -> list[LogEntry]:
                 time=_naive_utc(ts) if isinstance(ts, dt.datetime) else None,
                 sql=str(record.get("sql")),
                 data_version=record.get("data_version"),
-                answer=_answer(record.get("rows"), record.get("flags")),
+                answer=_answer(record.get("rows"), record.get("flags"), record.get("levels")),
             )
         )
     return entries
@@ -137,7 +140,7 @@ def _answered(path: Path, records: Iterator[tuple[int, Mapping[str, Any]]]) -> I
             time,
             sql,
             version if isinstance(version, str) else None,
-            _answer(record.get("rows"), record.get("flags")),
+            _answer(record.get("rows"), record.get("flags"), record.get("levels")),
         )
         yield line, fields
 
@@ -235,11 +238,32 @@ def _naive_utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC).replace(tzinfo=None)
 
 
-def _answer(rows: Any, flags: Any) -> Answer | None:
+def _answer(rows: Any, flags: Any, levels: Any = None) -> Answer | None:
     """The published answer, when the record holds one with a flag for every value."""
     if not isinstance(rows, list) or not isinstance(flags, list) or len(rows) != len(flags):
         return None
     pairs = zip(rows, flags, strict=True)
     if not all(isinstance(r, list) and isinstance(f, list) and len(r) == len(f) for r, f in pairs):
         return None
-    return Answer(tuple(tuple(r) for r in rows), tuple(tuple(str(x) for x in f) for f in flags))
+    return Answer(
+        tuple(tuple(r) for r in rows),
+        tuple(tuple(str(x) for x in f) for f in flags),
+        _levels(levels, len(rows)),
+    )
+
+
+def _levels(levels: Any, rows: int) -> tuple[tuple[str, ...], ...] | None:
+    """Each row's grouping set from a record's ``levels`` (``ProtectedResult.logged_levels``),
+    or None when it has none or not one for each of its ``rows``: the audit then matches
+    rows by their keys alone, as for a log written before levels were kept."""
+    if not isinstance(levels, dict):
+        return None
+    sets, indexes = levels.get("sets"), levels.get("rows")
+    if not isinstance(sets, list) or not isinstance(indexes, list) or len(indexes) != rows:
+        return None
+    if not all(isinstance(s, list) and all(isinstance(k, str) for k in s) for s in sets):
+        return None
+    named = [tuple(s) for s in sets]
+    if not all(type(i) is int and 0 <= i < len(named) for i in indexes):
+        return None
+    return tuple(named[i] for i in indexes)

@@ -171,6 +171,7 @@ class Prepared:
         shape, config = self.shape, self.config
         rows: list[list[Any]] = []
         flags: list[list[str]] = []
+        levels: list[tuple[str, ...]] = []  # of the rows kept, for the log
         used: dict[int, set[tuple[str, Fraction]]] = {}
         # one threshold per level (the automatic one costs a search): not one per row
         taus = {level: self._threshold(level) for level in self.thresholds}
@@ -197,12 +198,14 @@ class Prepared:
                     row_flags.append(Flag.NOISED.value)
             rows.append(values)
             flags.append(row_flags)
+            levels.append(level)
         order = ordered_rows(shape, rows)
         return ProtectedResult(
             columns=[o.name for o in shape.outputs],
             rows=[rows[i] for i in order],
             flags=[flags[i] for i in order],
             notes=[*notes, *self._notes(used)],
+            levels=tuple(levels[i] for i in order) if len(shape.levels) > 1 else None,
         )
 
     def _rows_of(self, level: tuple[str, ...]) -> list[dict[Noisy, str]]:

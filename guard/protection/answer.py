@@ -9,6 +9,7 @@ the protected values only, and writes the notes (counts and rules, never a value
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from guard.cells import CellGrid
@@ -21,7 +22,7 @@ from guard.query.shape import OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
 from guard.rules import query_set_size as qss
 
-__all__ = ["ordered_rows", "protect", "protect_with_decision"]
+__all__ = ["ordered_rows", "protect", "protect_with_decision", "row_levels"]
 
 
 def protect(
@@ -90,8 +91,27 @@ def protect_with_decision(
         rows=rows,
         flags=flags,
         notes=[*_notes(shape, grid, decision, protection), *([f"asked, {refusal}"] if refusal else [])],
+        levels=row_levels(shape, grid.rolled_up, order),
     )
     return result, dataclasses.replace(decision, order=tuple(order))
+
+
+def row_levels(
+    shape: QueryShape, rolled_up: Sequence[Sequence[bool]], order: Sequence[int]
+) -> tuple[tuple[str, ...], ...] | None:
+    """The grouping set of each row sent (``order``: grid rows in the answer's order), for
+    the log (``ProtectedResult.levels``); None for a query of one grouping set, whose rows
+    a log reader matches by their keys alone. ``rolled_up``: the grid's, per grid row."""
+    if len(shape.levels) < 2 or (order and not rolled_up):
+        return None  # one grouping set; or a grid that does not say (never a guess)
+    by_mask: dict[tuple[bool, ...], tuple[str, ...]] = {}  # one tuple per set, shared by its rows
+    levels = []
+    for r in order:
+        mask = tuple(rolled_up[r])
+        if mask not in by_mask:
+            by_mask[mask] = tuple(k for k, up in zip(shape.group_by, mask, strict=True) if not up)
+        levels.append(by_mask[mask])
+    return tuple(levels)
 
 
 def _refusal(grid: CellGrid, reason: Withheld, protection: Protection) -> str:

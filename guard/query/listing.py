@@ -163,4 +163,5 @@ def listed_answer(result: ProtectedResult, listing: Listing, k: int) -> Protecte
         [result.flags[r][:count] for r in shown],
         notes,
         (),
+        None if result.levels is None else tuple(result.levels[r] for r in shown),
     )

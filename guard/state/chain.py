@@ -22,14 +22,29 @@ from typing import Any
 
 from guard.errors import BackendError
 
-__all__ = ["GENESIS", "ChainCheck", "Head", "check_chain", "read_head", "record_hash", "write_head"]
+__all__ = [
+    "GENESIS",
+    "LATER_FIELDS",
+    "ChainCheck",
+    "Head",
+    "check_chain",
+    "read_head",
+    "record_hash",
+    "write_head",
+]
 
 GENESIS = "0" * 64
+
+#: fields the log gained after records were hashed without them: a record's hash covers
+#: one only when it is set, so every record written before keeps its hash (and a record
+#: that set one fails the check when it is cleared, like any altered field)
+LATER_FIELDS = frozenset({"levels"})
 
 
 def record_hash(prev_hash: str, ts: str, record: dict[str, Any]) -> str:
     """The hash of one record (its encoded fields and time) after ``prev_hash``."""
-    body = json.dumps({"ts": ts, **record}, sort_keys=True, separators=(",", ":"), default=str)
+    fields = {k: v for k, v in record.items() if v is not None or k not in LATER_FIELDS}
+    body = json.dumps({"ts": ts, **fields}, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256((prev_hash + body).encode()).hexdigest()
 
 

@@ -113,6 +113,7 @@ class Recorder:
                 flags=[list(row) for row in result.flags],
                 notes=list(result.notes),
                 elapsed_ms=_elapsed(facts),
+                levels=result.logged_levels(),
             )
         )
 
@@ -175,6 +176,7 @@ def _answer(facts: RequestFacts, result: ProtectedResult, sql_limit: int) -> Log
         flags=[list(row) for row in result.flags],
         notes=list(result.notes),
         elapsed_ms=_elapsed(facts),
+        levels=result.logged_levels(),
     )
 
 

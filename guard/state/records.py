@@ -94,6 +94,11 @@ class LogRecord:
     flags: list[list[str]] | None = None
     notes: list[str] | None = None
     elapsed_ms: float | None = None
+    #: the grouping set of each row sent (``ProtectedResult.logged_levels``), for an answer
+    #: of several grouping sets: the offline audit matches each row to the cell it was
+    #: (a NULL key is a total or a real NULL group). None for other records, and in
+    #: records written before the log kept it (their hashes do not cover it)
+    levels: dict[str, list[Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ __all__ = ["GENESIS", "StateStore"]
 # the log row's columns: the encoded fields between the row's id and time and its hashes
 _LOG_COLUMNS = ("id", "ts", *ENCODED_FIELDS, "elapsed_ms", "prev_hash", "record_hash")
 
-
-_LISTS = ("columns", "rows", "flags", "notes")
+#: the JSON fields of a log row
+_JSON = ("columns", "rows", "flags", "notes", "levels")
 
 
 class StateStore:
@@ -93,6 +93,8 @@ class StateStore:
             last = self._con.execute(
                 "SELECT id, record_hash FROM query_log ORDER BY id DESC LIMIT 1"
             ).fetchone()
+            # a store written before a column was added, opened read-only (so not migrated)
+            present = {c for (c,) in self._con.execute(_COLUMNS_OF_LOG).fetchall()}
         except duckdb.Error as exc:
             self._con.close()
             raise BackendError(_open_error(self.path, exc)) from None
@@ -100,6 +102,7 @@ class StateStore:
             self._con.close()
             raise
         self._last_hash = last[1] if last else GENESIS
+        self._selected = ", ".join(c if c in present else f"NULL AS {c}" for c in _LOG_COLUMNS)
         self._committed: Head | None = None  # the last record committed by this store
         self._published = 0  # the id in the head file, as this store last wrote it
         self._head_lock = threading.Lock()
@@ -339,7 +342,7 @@ class StateStore:
 
     def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Log records, oldest first (the last ``limit`` when given)."""
-        query = f"SELECT {', '.join(_LOG_COLUMNS)} FROM query_log"
+        query = f"SELECT {self._selected} FROM query_log"
         params: list[Any] = []
         if analyst is not None:
             query += " WHERE analyst = ?"
@@ -352,7 +355,7 @@ class StateStore:
         records = []
         for row in reversed(rows):
             record = dict(zip(_LOG_COLUMNS, row, strict=True))
-            for key in ("columns", "rows", "flags", "notes"):
+            for key in _JSON:
                 if record[key] is not None:
                     record[key] = json.loads(record[key])
             records.append(record)
@@ -371,26 +374,26 @@ class StateStore:
             BackendError: the head file is damaged.
         """
         with self._reading():
-            rows = self._con.execute(
-                "SELECT id, ts, analyst, sql, canonical, data_version, decision, error, reason, "
-                "columns, rows, flags, notes, prev_hash, record_hash FROM query_log ORDER BY id"
-            ).fetchall()
-        fields = ("analyst", "sql", "canonical", "data_version", "decision", "error", "reason")
+            rows = self._con.execute(f"SELECT {self._selected} FROM query_log ORDER BY id").fetchall()
+        records = (dict(zip(_LOG_COLUMNS, row, strict=True)) for row in rows)
         encoded_rows = (
             (
-                int(row[0]),
-                row[1].isoformat(),
-                {**dict(zip(fields, row[2:9], strict=True)), **dict(zip(_LISTS, row[9:13], strict=True))},
-                row[13],
-                row[14],
+                int(r["id"]),
+                r["ts"].isoformat(),
+                {k: r[k] for k in ENCODED_FIELDS},
+                r["prev_hash"],
+                r["record_hash"],
             )
-            for row in rows
+            for r in records
         )
         return check_chain(encoded_rows, read_head(self.head_path))
 
     def close(self) -> None:
         with self._reading():
             self._con.close()
+
+
+_COLUMNS_OF_LOG = "SELECT column_name FROM information_schema.columns WHERE table_name = 'query_log'"
 
 
 def _open_error(path: Path, exc: duckdb.Error) -> str:

@@ -42,6 +42,7 @@ ENCODED_FIELDS = (
     "rows",
     "flags",
     "notes",
+    "levels",
 )
 
 
@@ -60,8 +61,9 @@ def encoded_fields(record: LogRecord) -> dict[str, Any]:
         "rows": record.rows,
         "flags": record.flags,
         "notes": record.notes,
+        "levels": record.levels,
     }
-    return {k: json.dumps(v, default=str) if isinstance(v, list) else v for k, v in fields.items()}
+    return {k: json.dumps(v, default=str) if isinstance(v, list | dict) else v for k, v in fields.items()}
 
 
 def commit_batch(
@@ -188,7 +190,7 @@ def _insert_log(
     marks = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
     returned = con.execute(
         "INSERT INTO query_log (ts, analyst, sql, canonical, data_version, decision, error, reason, "
-        f"columns, rows, flags, notes, elapsed_ms, prev_hash, record_hash) VALUES {marks} "
+        f"columns, rows, flags, notes, levels, elapsed_ms, prev_hash, record_hash) VALUES {marks} "
         "RETURNING id, record_hash",
         [value for row in rows for value in row],
     ).fetchall()

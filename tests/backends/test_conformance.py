@@ -32,6 +32,8 @@ from guard.audit.offline import AuditResult, Status, audit_log
 from guard.backends.base import Capabilities
 from guard.errors import GuardError
 from guard.noise.sampling import InsecureSeededSource
+from tests.audit.nulldims import SEQUENCES as NULL_SEQUENCES
+from tests.audit.nulldims import ask, check_findings, check_replayed_cells, people, write_policy
 from tests.backends.pg_server import PostgresServer
 from tests.backends.policy_copies import policy_copy
 from tests.backends.spark_session import backend_section as spark_section
@@ -263,3 +265,18 @@ def test_table_facts_equal_duckdb(engine: dict[str, Any], source: str, tmp_path:
         capabilities = other.backend.capabilities
         assert isinstance(capabilities, Capabilities)
         assert capabilities.dialect in {"duckdb", "postgres", "spark"}
+
+
+def test_offline_audit_of_real_null_dimensions_counts_the_cells_sent(
+    engine: dict[str, Any], tmp_path: Path
+) -> None:
+    """ROLLUP, GROUPING SETS and CUBE over dimensions with real NULLs, no GROUPING(): the
+    engine's guard logs each row's grouping set, and the replay through the engine (its
+    grouping id spelled as ``single_key_grouping`` says) counts exactly the cells sent."""
+    data = people()
+    backend = dict(engine, schema="nulldims") if engine["engine"] == "postgres" else engine
+    policy = write_policy(tmp_path / "policy", data, backend)
+    with Guard.open(policy, state=tmp_path / "state") as guard:
+        asked = ask(guard, data, NULL_SEQUENCES["all three"])
+        check_replayed_cells(asked, data)
+        assert check_findings(asked, data).disclosures == ()

@@ -254,3 +254,11 @@ def test_or_and_not_beyond_one_comparison_are_answered_in_noise_mode_without_the
     ):
         again = guard.query(sql, "alice")
         assert again.rows == first.rows and "no ε spent" in again.notes[0], sql
+
+
+def test_a_noisy_rollup_logs_each_sent_rows_grouping_set(dp: Guard) -> None:
+    result = dp.query("SELECT town, SUM(income) FROM hospital GROUP BY ROLLUP (town)", analyst="alice")
+    [record] = dp.log()
+    levels = [record["levels"]["sets"][i] for i in record["levels"]["rows"]]
+    assert levels == [[] if town is None else ["town"] for town, _ in result.rows]
+    assert [] in levels and ["town"] in levels and "levels" not in result.to_dict()

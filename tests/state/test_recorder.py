@@ -56,3 +56,24 @@ def test_a_huge_rejected_query_does_not_grow_the_log_by_its_size(students: Guard
         students.query(sql, analyst="alice")
     record = students.log()[-1]
     assert record["decision"] == "rejected" and len(record["sql"]) < LOGGED_SQL_LIMIT + 200
+
+
+ROLLUP_GROUPING = (
+    "SELECT sex, major, GROUPING(sex) AS gs, GROUPING(major) AS gm, COUNT(*) AS n FROM students "
+    "GROUP BY ROLLUP (sex, major) ORDER BY n DESC LIMIT 4"
+)
+
+
+def test_the_log_keeps_each_sent_rows_grouping_set(students: Guard) -> None:
+    result = students.query(ROLLUP_GROUPING, analyst="alice")
+    plain = students.query("SELECT major, COUNT(*) FROM students GROUP BY major", analyst="alice")
+    rolled, grouped = students.log()
+    # the rows sent, in the order sent (LIMIT applied): the GROUPING() outputs say the same
+    from_grouping = [
+        [k for k, up in (("sex", gs), ("major", gm)) if not up] for _, _, gs, gm, _ in result.rows
+    ]
+    assert [rolled["levels"]["sets"][i] for i in rolled["levels"]["rows"]] == from_grouping
+    assert len(set(map(tuple, from_grouping))) > 1 and len(result.rows) == 4
+    assert grouped["levels"] is None  # one grouping set: a row's keys say its cell
+    # the analyst's answer does not carry them
+    assert "levels" not in result.to_dict() and "levels" not in plain.to_dict()
