@@ -5,7 +5,8 @@ from confidential contributions)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from guard.history.preview import HeldValue
@@ -15,16 +16,25 @@ from guard.protection.keys import readable
 from guard.protection.linking import Linking
 from guard.query.shape import QueryShape
 from guard.result import ProtectedResult
+from guard.rules import RuleVerdict
 from guard.suppression import Key, audit, failures
 
-__all__ = ["ExplainedCell", "Explanation", "explain_decision"]
+__all__ = ["MAX_ATTRIBUTION_SECONDS", "ExplainedCell", "Explanation", "explain_decision"]
+
+#: seconds one explanation may spend finding which sensitive cells each secondary cell
+#: protects (one LP audit of the sensitive cells per secondary cell)
+MAX_ATTRIBUTION_SECONDS = 10.0
+#: sensitive cells named per secondary cell (the others counted)
+_NAMED = 3
 
 
 @dataclass(frozen=True)
 class ExplainedCell:
     """One withheld (or sensitive) cell of the protection problem.
 
-    ``status``: "primary: <rules>", "secondary", "history audit" (withheld by the exact
+    ``status``: "primary: <rules>", "secondary for <the sensitive cells it protects:
+    those whose interval would miss their levels against an outsider if it alone were
+    published>" (or why none is named), "history audit" (withheld by the exact
     history audit when it was answered before), the words of a history control (a value
     of this answer the history audit would withhold: the control says what releasing it
     would reveal, and its interval is what the released answers leave of it,
@@ -72,11 +82,12 @@ def explain_decision(
     where_text = condition.sql(dialect="duckdb") if condition is not None else None
     cells: list[ExplainedCell] = []
     methods = {}
+    deadline = time.monotonic() + MAX_ATTRIBUTION_SECONDS
     for report in decision.reports:
         methods[report.space] = report.method + (
             " (proven optimal)" if report.optimal and report.table else ""
         )
-        found = _space_cells(report, dimensions, audit_limit)
+        found = _space_cells(report, dimensions, audit_limit, deadline)
         if where_text:
             found = [replace(c, cell=f"{c.cell} (where {where_text})") for c in found]
         cells.extend(found)
@@ -91,7 +102,9 @@ def explain_decision(
     return Explanation(result, tuple(cells), methods)
 
 
-def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: int) -> list[ExplainedCell]:
+def _space_cells(
+    report: SpaceReport, dimensions: Sequence[str], audit_limit: int, deadline: float
+) -> list[ExplainedCell]:
     sensitive = {k: v for k, v in report.requirements.items() if v.sensitive}
     # this answer's withheld cells, and every sensitive cell they are linked with
     shown = sorted((report.suppressed & report.current) | set(sensitive), key=repr)
@@ -106,6 +119,7 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: in
         return _unaudited(report, shown, dimensions, " (proven by certificate)", math.nan, math.nan, None)
     intervals = audit(report.table, report.suppressed, cells=shown)
     failing = {f.key for f in failures(report.table, report.suppressed, sensitive)}
+    protected = _protected(report, shown, sensitive, failing, dimensions, deadline)
     out = []
     for key in shown:
         low, high = intervals[key]
@@ -114,7 +128,7 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: in
             ExplainedCell(
                 readable(key, dimensions),
                 report.space,
-                _status(report, key),
+                _status(report, key) + protected.get(key, ""),
                 low,
                 high,
                 high - low,
@@ -122,6 +136,37 @@ def _space_cells(report: SpaceReport, dimensions: Sequence[str], audit_limit: in
                 None if required is None else key not in failing,
             )
         )
+    return out
+
+
+def _protected(
+    report: SpaceReport,
+    shown: Sequence[Key],
+    sensitive: Mapping[Key, RuleVerdict],
+    failing: set[Key],
+    dimensions: Sequence[str],
+    deadline: float,
+) -> dict[Key, str]:
+    """Per secondary cell, which requirement withheld it: the sensitive cells whose
+    interval would miss their protection levels against an outsider if it alone were
+    published (an LP audit of the pattern without it), named after its status."""
+    assert report.table is not None
+    out = {}
+    for key in shown:
+        if _status(report, key) != "secondary":
+            continue
+        if time.monotonic() >= deadline:
+            out[key] = " (which sensitive cells it protects: not computed, over the time budget)"
+            continue
+        exposed = [f.key for f in failures(report.table, report.suppressed - {key}, sensitive)]
+        new = [k for k in exposed if k not in failing]
+        names = sorted(f"{readable(k, dimensions)} ({sensitive[k].rule})" for k in new)
+        if not names:
+            # a sole contributor knows her own cell: a pattern may need it against her only
+            out[key] = " (published alone, it would leave every sensitive cell protected against an outsider)"
+            continue
+        more = f"; and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+        out[key] = f" for {'; '.join(names[:_NAMED])}{more}"
     return out
 
 
