@@ -111,6 +111,11 @@ def _space_cells(
     if report.method == "replayed":
         # decided by the earlier release of the same cells (explain that one instead)
         return _unaudited(report, shown, dimensions, " (as released before)", math.nan, math.nan, None)
+    if report.table is None and report.method != "none":
+        # a few new cells over a linked problem too large to solve online: withheld
+        # unless published cells fix them, no pattern solved, so no interval to show
+        remark = " (not solved: the problem linked to earlier releases is too large to solve online)"
+        return _unaudited(report, shown, dimensions, remark, math.nan, math.nan, None)
     if report.table is None:
         # no relation publishes anything about these cells: only the a-priori bounds
         return _unaudited(report, shown, dimensions, "", -math.inf, math.inf, True)

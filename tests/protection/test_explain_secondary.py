@@ -101,3 +101,28 @@ def test_attribution_over_its_time_budget_says_so(castro: Guard, monkeypatch: py
         assert (
             cell.status == "secondary (which sensitive cells it protects: not computed, over the time budget)"
         )
+
+
+def test_cells_of_a_linked_problem_too_large_to_solve_have_no_interval(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few new cells over a linked problem too large to solve online are withheld
+    unless published cells fix them: no pattern is solved, so explain shows no
+    interval and claims nothing about the sensitive cells (it showed (-inf, inf) and
+    "meets" before)."""
+    import guard.protection.decide as decide
+
+    monkeypatch.setattr(decide, "MAX_LINKED_REQUIREMENTS", 0)  # Castro's 3 sensitive cells are "many"
+    monkeypatch.setattr(decide, "MAX_STANDING_CELLS", 0)
+    castro.query("SELECT municipality, SUM(salary) AS salary FROM castro GROUP BY municipality", "alice")
+    explanation = castro.explain(CUBE, "alice")
+    assert explanation.methods["sum(salary)"] == "withheld"
+    assert explanation.cells
+    for cell in explanation.cells:
+        assert cell.status.endswith(
+            "(not solved: the problem linked to earlier releases is too large to solve online)"
+        )
+        assert np.isnan(cell.low) and np.isnan(cell.high) and cell.meets is None
+    # what it withholds is what the query withholds: every interior cell and margin not fixed
+    answer = castro.query(CUBE, "alice")
+    assert explanation.result.flags == answer.flags
