@@ -26,6 +26,9 @@ __all__ = ["MAX_ATTRIBUTION_SECONDS", "ExplainedCell", "Explanation", "explain_d
 MAX_ATTRIBUTION_SECONDS = 10.0
 #: sensitive cells named per secondary cell (the others counted)
 _NAMED = 3
+#: methods of a space whose pattern was not solved (``decide``: a few new cells over a
+#: linked problem too large to solve online, withheld unless published cells fix them)
+_NOT_SOLVED = frozenset({"withheld", "implied"})
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def _space_cells(
     if report.method == "replayed":
         # decided by the earlier release of the same cells (explain that one instead)
         return _unaudited(report, shown, dimensions, " (as released before)", math.nan, math.nan, None)
-    if report.table is None and report.method != "none":
+    if report.table is None and report.method in _NOT_SOLVED:
         # a few new cells over a linked problem too large to solve online: withheld
         # unless published cells fix them, no pattern solved, so no interval to show
         remark = " (not solved: the problem linked to earlier releases is too large to solve online)"
