@@ -73,6 +73,12 @@ __all__ = [
 #: pattern (guard.suppression.standing); an LP over a larger one takes too long for
 #: the many a view needs
 MAX_STANDING_CELLS = 4_000
+#: views up to this many cells are also proven there, with at most
+#: :data:`STANDING_SOLVES_ABOVE` LPs, stopping past ``MAX_OPEN_LINKED`` left open: bench_core's
+#: q17 after q12 (7,646 cells) proves its 2,846 in 0.16 s, where every new cell was
+#: withheld; unbudgeted, the Fair session's Q8 (5,849 cells) spent 10-25 s for nothing
+MAX_BUDGETED_STANDING_CELLS = 20_000
+STANDING_SOLVES_ABOVE = 4
 
 #: sensitive cells not proven at the least pattern (guard.suppression.standing) up to
 #: which an answer linked to earlier releases is always solved online; above, an answer
@@ -252,18 +258,20 @@ def _protect_space(
     open_requirements: Mapping[Key, ProtectionLevels] = requirements
     standing: Standing | None = None
     apart = {k: v for k, v in requirements.items() if k not in current}
-    if apart and len(table) <= MAX_STANDING_CELLS:
+    if apart and len(table) <= MAX_BUDGETED_STANDING_CELLS:
         # the sensitive cells the answer does not hold (never released, or withheld
         # before): most stay wide whatever it publishes. Those proven at the least
         # pattern (every cell that is withheld anyway) are protected by every pattern,
         # and the pattern is chosen for the others only (guard.suppression.standing)
         few = bool(earlier) and len(fresh) <= MAX_FRESH_WITHHELD
+        budgeted = len(table) > MAX_STANDING_CELLS  # an LP there takes 35-150 ms
         standing = prove_standing(
             table,
             apart,
             forced | set(requirements),
             singletons,
-            max_open=MAX_OPEN_LINKED if few else None,
+            max_solves=STANDING_SOLVES_ABOVE if budgeted else None,
+            max_open=MAX_OPEN_LINKED if few or budgeted else None,
             prior=linking.proofs.get(space, ()),
         )
         open_requirements = {k: v for k, v in requirements.items() if k not in standing.proven}

@@ -207,3 +207,23 @@ def test_the_oracle_catches_unsound_dropping(
     monkeypatch.setattr(decide_module, "prove_standing", mutant)
     caught = any(next(_run(seed, _folder(tmp_path, seed)), None) for seed in SEEDS)
     assert caught
+
+
+def test_views_above_the_standing_limit_are_proven_within_a_budget_soundly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view above ``MAX_STANDING_CELLS`` (an LP there takes 35-150 ms) is proven at the
+    least pattern with at most ``STANDING_SOLVES_ABOVE`` LPs, stopping past
+    ``MAX_OPEN_LINKED`` left open. With the limit at 0 every view of these sequences
+    takes that path, and the oracle still finds every sensitive cell protected."""
+    budgets: list[int | None] = []
+
+    def spy(*args: Any, **kw: Any) -> Standing:
+        budgets.append(kw.get("max_solves"))
+        return prove_standing(*args, **kw)
+
+    monkeypatch.setattr(decide_module, "MAX_STANDING_CELLS", 0)
+    monkeypatch.setattr(decide_module, "prove_standing", spy)
+    for seed in SEEDS:
+        assert list(_run(seed, _folder(tmp_path, seed))) == []
+    assert budgets and set(budgets) == {decide_module.STANDING_SOLVES_ABOVE}
