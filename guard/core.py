@@ -332,7 +332,7 @@ class Guard:
         except Exception as error:
             raise self._internal(request, error) from error
         limit = protection.suppression.audit_limit
-        return explain_decision(seen.result, decision, linking, limit, front.shape, seen.held)
+        return explain_decision(seen.result, decision, linking, limit, front.shape, seen.held())
 
     def _front(self, request: _Request, who: Analyst, parameters: Sequence[Parameter] | None) -> FrontResult:
         """Stages 1-3, noting on ``request`` what the log needs as it goes."""

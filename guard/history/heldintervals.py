@@ -22,7 +22,8 @@ one explanation are bounded, within :data:`MAX_INTERVAL_SECONDS` of solving (an 
 state with thousands of releases makes an LP of thousands of rows and tens of thousands
 of atoms: q18 of bench_core at 100k rows, 2,854 x 16,223, 0.1-0.8 s a value); the
 others, and any value whose LP fails, are shown without an interval (NaN), never with a
-guessed one.
+guessed one. The sets are read under the release lock, the LPs solved after it
+(``Preview.held``): an explanation does not hold analysts' answers back for its LPs.
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.keys import COUNT_SPACE
 from guard.history.universe import Universe
 
-__all__ = ["MAX_HELD_INTERVALS", "HeldSet", "held_intervals"]
+__all__ = [
+    "MAX_HELD_INTERVALS",
+    "MAX_INTERVAL_SECONDS",
+    "HeldSet",
+    "SpaceProblem",
+    "explained_intervals",
+    "held_intervals",
+    "problem",
+]
 
 Ids = npt.NDArray[np.int64]
 
@@ -62,37 +71,53 @@ class HeldSet:
     ids: Ids
 
 
-def held_intervals(
-    rows: Universe,
-    space: str,
-    released: Sequence[Released],
-    targets: Sequence[Ids],
-    bounds: tuple[float, float] | None,
-    deadline: float = math.inf,
-) -> list[tuple[float, float]]:
-    """[min, max] of each target's total (audit row ids) in one audit state, given what
-    was ``released`` into it (module docstring); (NaN, NaN) where it is not computed.
+@dataclass(frozen=True)
+class SpaceProblem:
+    """What one audit state's LP needs, read under the release lock (:func:`problem`) and
+    solved after it (:func:`explained_intervals`): the released sets as audit row ids
+    with their totals, in order, the rows of every audit row, the per-row bounds."""
+
+    counting: bool
+    sets: tuple[tuple[Ids, float], ...]
+    counts: npt.NDArray[np.float64]
+    bounds: tuple[float, float] | None
+
+
+def problem(
+    rows: Universe, space: str, released: Sequence[Released], bounds: tuple[float, float] | None
+) -> SpaceProblem:
+    """The LP of one audit state (``space``) given what was ``released`` into it.
     ``bounds``: the measure's declared per-row bounds (a ``sum(m)`` space; None for a
-    count, or a measure without declared bounds, whose values are then not bounded).
-    ``deadline`` (``time.monotonic()``): no solve runs past it."""
-    nan = (math.nan, math.nan)
+    count, or a measure without declared bounds, whose values are then not bounded)."""
     counting = space == COUNT_SPACE
-    if not targets or (bounds is None and not counting) or time.monotonic() >= deadline:
+    counts = rows.cells.row_counts().astype(np.float64)  # a copy: read after the lock
+    if bounds is None and not counting:
+        return SpaceProblem(counting, (), counts, None)
+    sets = tuple(_placed(rows, released, counts if counting else None))
+    # a COUNT's unknowns are the rows themselves: one per audit row, 0 .. N each
+    box = (0.0, float(counts.sum())) if counting else bounds
+    return SpaceProblem(counting, sets, counts, box)
+
+
+def held_intervals(
+    problem: SpaceProblem, targets: Sequence[Ids], deadline: float = math.inf
+) -> list[tuple[float, float]]:
+    """[min, max] of each target's total (audit row ids) in one audit state (module
+    docstring); (NaN, NaN) where it is not computed. ``deadline``
+    (``time.monotonic()``): no solve runs past it."""
+    nan = (math.nan, math.nan)
+    if not targets or problem.bounds is None or time.monotonic() >= deadline:
         return [nan] * len(targets)
-    counts = rows.cells.row_counts().astype(np.float64)
-    sets = list(_placed(rows, released, counts if counting else None))
+    sets = problem.sets
     reach = np.unique(np.concatenate([*(ids for ids, _ in sets), *targets]))
     members = [(BitMap(ids.tolist()), value) for ids, value in sets]
     # the atoms of the released sets and the targets together: each target is whole
     # atoms, so its bounds change only the objective (no equation: the targets were not
     # released), and each solve starts from the last one's basis
     apart = [(BitMap(ids.tolist()), 0.0) for ids in targets]
-    slot, atom = atoms_of([*members, *apart], reach, rows.cells.count)
-    # a COUNT's unknowns are the rows themselves: one per audit row, 0 .. N each
-    weights = np.ones(reach.size) if counting else counts[reach]
-    box = (0.0, float(counts.sum())) if counting else bounds
-    assert box is not None
-    model = AtomIntervals(members, slot, atom, weights, box)
+    slot, atom = atoms_of([*members, *apart], reach, problem.counts.size)
+    weights = np.ones(reach.size) if problem.counting else problem.counts[reach]
+    model = AtomIntervals(members, slot, atom, weights, problem.bounds)
     out = []
     for ids in targets:
         left = deadline - time.monotonic()
@@ -106,14 +131,11 @@ def held_intervals(
 
 
 def explained_intervals(
-    rows: Mapping[str, Universe],
-    released: Mapping[str, Sequence[Released]],
-    held: Sequence[HeldSet | None],
-    bounds: Mapping[str, tuple[float, float] | None],
+    problems: Mapping[str, SpaceProblem], held: Sequence[HeldSet | None]
 ) -> list[tuple[float, float]]:
     """The interval of each held value (None: its rows are not known), by audit state,
     the first :data:`MAX_HELD_INTERVALS` values only, within :data:`MAX_INTERVAL_SECONDS`;
-    the same query set is bounded once."""
+    the same query set is bounded once. Call it outside the release lock."""
     deadline = time.monotonic() + MAX_INTERVAL_SECONDS
     out = [(math.nan, math.nan)] * len(held)
     chosen = [i for i, h in enumerate(held) if h is not None][:MAX_HELD_INTERVALS]
@@ -128,8 +150,7 @@ def explained_intervals(
                 distinct.setdefault(key, target.ids)
                 places.append((i, key))
         keys = list(distinct)
-        targets = [distinct[k] for k in keys]
-        found = held_intervals(rows[space], space, released[space], targets, bounds[space], deadline)
+        found = held_intervals(problems[space], [distinct[k] for k in keys], deadline)
         by_key = dict(zip(keys, found, strict=True))
         for i, key in places:
             out[i] = by_key[key]

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from guard.backends.base import TableInfo
 from guard.cells import CellGrid
 from guard.history.controls import HistoryControl, control_text
 from guard.history.finest import SpaceCells
-from guard.history.heldintervals import HeldSet, explained_intervals
+from guard.history.heldintervals import HeldSet, SpaceProblem, explained_intervals, problem
 from guard.history.keys import cell_key, cell_label
 from guard.history.screen import HistoryScreen
 from guard.history.stated import measure_bounds
+from guard.history.universe import Universe
 from guard.policy.model import Table
 from guard.query.shape import OutputKind, QueryShape
 from guard.result import Flag, ProtectedResult
@@ -62,10 +63,22 @@ class HeldValue:
 @dataclass(frozen=True)
 class Preview:
     """``result`` with what the history audit would withhold withheld (and its notes),
-    and those values."""
+    and those values (:meth:`held`)."""
 
     result: ProtectedResult
-    held: tuple[HeldValue, ...] = ()
+    #: the values, without their intervals yet
+    values: tuple[HeldValue, ...] = ()
+    #: their query sets, and the LP of each audit state they feed
+    sets: tuple[HeldSet | None, ...] = ()
+    problems: Mapping[str, SpaceProblem] = field(default_factory=dict)
+
+    def held(self) -> tuple[HeldValue, ...]:
+        """The values the history audit would withhold, each with what the released
+        answers leave of it: LPs (up to ``MAX_INTERVAL_SECONDS``), so call it after the
+        release lock is let go."""
+        intervals = explained_intervals(self.problems, self.sets)
+        pairs = zip(self.values, intervals, strict=True)
+        return tuple(replace(value, low=low, high=high) for value, (low, high) in pairs)
 
 
 def preview(
@@ -99,7 +112,6 @@ def preview(
         analyst, shape, table, info, result, sets, grid, order, measured, refuse=False, release=not alone
     )
     positions = sorted(screened.controls)
-    intervals = _intervals(screen, analyst, shape, table, info, sets, grid, order, positions, screened.write)
     held = tuple(
         HeldValue(
             cell_label(cell_key(shape, grid, order[r])),
@@ -107,14 +119,15 @@ def preview(
             result.columns[position],
             HistoryControl(screened.controls[(r, position)]),
             control_text(screened.controls[(r, position)], screen.k),
-            *interval,
         )
-        for (r, position), interval in zip(positions, intervals, strict=True)
+        for r, position in positions
     )
-    return Preview(result.withholding(screened.withheld, screened.notes), held)
+    write = screened.write
+    targets, problems = _problems(screen, analyst, shape, table, info, sets, grid, order, positions, write)
+    return Preview(result.withholding(screened.withheld, screened.notes), held, targets, problems)
 
 
-def _intervals(
+def _problems(
     screen: HistoryScreen,
     analyst: str,
     shape: QueryShape,
@@ -125,21 +138,23 @@ def _intervals(
     order: Sequence[int],
     positions: Sequence[tuple[int, int]],
     write: HistoryWrite | None,
-) -> list[tuple[float, float]]:
-    """What the releases leave of each withheld value (``heldintervals.py``): everything
-    released before into its audit state and what this answer releases."""
+) -> tuple[tuple[HeldSet | None, ...], dict[str, SpaceProblem]]:
+    """Each withheld value's query set, and the LP of each audit state (``heldintervals.py``):
+    everything released before into it and what this answer releases (read under the
+    release lock, as the screen)."""
     by_aggregate = {a: s for s in sets for a in s.aggregates}
-    universes, released, bounds = {}, {}, {}
+    problems: dict[str, SpaceProblem] = {}
+    universes: dict[str, Universe] = {}
     held: list[HeldSet | None] = []
     for r, position in positions:
         space_cells = by_aggregate[shape.outputs[position].index]
         space = space_cells.space
-        if space not in universes:
+        if space not in problems:
             universes[space], stored = screen.released(analyst, table, info, space)
             written = write.sets if write else ()
             mine = [(info.data_version, s.cells, s.value) for s in written if s.space == space]
-            released[space], bounds[space] = [*stored, *mine], measure_bounds(table, space)
+            problems[space] = problem(universes[space], space, [*stored, *mine], measure_bounds(table, space))
         cells = space_cells.cells.get(cell_key(shape, grid, order[r]))
         ids = None if cells is None else universes[space].ids(info.data_version, cells)
         held.append(None if ids is None or ids.size == 0 else HeldSet(space, ids))
-    return explained_intervals(universes, released, held, bounds)
+    return tuple(held), problems

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -172,13 +174,7 @@ def test_values_over_the_budget_have_no_interval(tmp_path: Path, monkeypatch: py
     total, then the male EE students' (Baker's income by difference)."""
     import guard.history.heldintervals as held
 
-    policy = yaml.safe_load(STUDENTS.read_text())
-    policy["state"] = str(tmp_path / "state")
-    csv = STUDENTS.parent.parent / "examples/students/students.csv"
-    policy["tables"]["students"]["source"] = {"csv": str(csv)}
-    policy["protection"]["suppression"] = {"linked": "none"}
-    path = tmp_path / "students.yaml"
-    path.write_text(yaml.safe_dump(policy))
+    path = _students(tmp_path)
     men = "SELECT SUM(income), COUNT(*) FROM students WHERE major = 'EE' AND sex = 'Male'"
     with Guard.open(path) as guard:
         guard.query("SELECT SUM(income), COUNT(*) FROM students WHERE major = 'EE'", "alice")
@@ -213,3 +209,40 @@ def test_a_solve_out_of_time_is_not_an_interval() -> None:
     model.limit(60.0)
     # row 0 = 150 - (rows 1 + 2), rows 1 + 2 = 120 - row 3 in [20, 120]: [30, 130] within [0, 100]
     assert model.whole(first) == pytest.approx((30.0, 100.0))
+
+
+def test_the_lps_run_after_the_release_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explanation's interval LPs (up to ``MAX_INTERVAL_SECONDS``) do not hold the
+    analysts' answers back: while they run, another question is answered."""
+    import guard.history.preview as preview_module
+
+    answered: list[bool] = []
+    solve = preview_module.explained_intervals
+
+    def meanwhile(*args: Any, **kw: Any) -> Any:
+        other = "SELECT COUNT(*) FROM students"
+        asking = threading.Thread(target=lambda: guard.query(other, "bob"))
+        asking.start()
+        asking.join(timeout=30)
+        answered.append(not asking.is_alive())
+        return solve(*args, **kw)
+
+    monkeypatch.setattr(preview_module, "explained_intervals", meanwhile)
+    men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
+    with Guard.open(_students(tmp_path)) as guard:
+        guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice")
+        (cell,) = guard.explain(men, "alice").cells
+    assert answered == [True]
+    assert (cell.low, cell.high) == (40000.0, 240000.0)
+
+
+def _students(folder: Path) -> Path:
+    """Seed 002's students, linked tables off (the history audit alone withholds the pair)."""
+    policy = yaml.safe_load(STUDENTS.read_text())
+    policy["state"] = str(folder / "state")
+    csv = STUDENTS.parent.parent / "examples/students/students.csv"
+    policy["tables"]["students"]["source"] = {"csv": str(csv)}
+    policy["protection"]["suppression"] = {"linked": "none"}
+    path = folder / "students.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    return path
