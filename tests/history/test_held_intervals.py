@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from pyroaring import BitMap
 from scipy.optimize import linprog
 
@@ -30,36 +29,15 @@ from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.heldintervals import MAX_HELD_INTERVALS
 from guard.result import Flag
 
+from .history_helpers import students_policy, unlinked
+from .skewed import BOUNDS, DIMENSIONS, skewed_table
+
 _WITHHELD = Flag.SUPPRESSED.value
-DIMENSIONS = {"a": ("a0", "a1", "a2", "a3"), "b": ("b0", "b1", "b2"), "c": ("c0", "c1")}
-SHARES = {"a": (0.4, 0.3, 0.25, 0.05), "b": (0.5, 0.3, 0.2), "c": (0.95, 0.05)}
-BOUNDS = (0.0, 100.0)
-STUDENTS = Path(__file__).resolve().parents[2] / "policies" / "students.yaml"
 Condition = tuple[str, str, str]  # (dimension, "=" or "<>", value)
 
 
 def _data(folder: Path, seed: int) -> tuple[Path, pd.DataFrame]:
-    rng = np.random.default_rng(seed)
-    n = 120
-    frame = pd.DataFrame(
-        {"person": np.arange(n), **{d: rng.choice(v, n, p=SHARES[d]) for d, v in DIMENSIONS.items()}}
-    )
-    frame["m"] = rng.integers(0, 100, n)
-    frame.to_parquet(folder / "t.parquet", index=False)
-    columns: dict[str, object] = {
-        "person": {"role": "identifier"},
-        "m": {"role": "measure", "bounds": list(BOUNDS)},
-    }
-    columns.update({d: {"role": "dimension"} for d in DIMENSIONS})
-    policy = {
-        "name": "held",
-        "protection": {"min_query_set_size": 3, "suppression": {"linked": "none"}},
-        "tables": {"t": {"source": {"parquet": "t.parquet"}, "privacy_unit": "person", "columns": columns}},
-        "analysts": {"alice": {}},
-    }
-    path = folder / "policy.yaml"
-    path.write_text(yaml.safe_dump(policy, sort_keys=False))
-    return path, frame
+    return skewed_table(folder, seed, 120)
 
 
 def _question(rng: np.random.Generator) -> tuple[list[Condition], str | None]:
@@ -176,7 +154,7 @@ def test_values_over_the_budget_have_no_interval(tmp_path: Path, monkeypatch: py
 
     path = _students(tmp_path)
     men = "SELECT SUM(income), COUNT(*) FROM students WHERE major = 'EE' AND sex = 'Male'"
-    with Guard.open(path) as guard:
+    with Guard.open(path, state=tmp_path / "state") as guard:
         guard.query("SELECT SUM(income), COUNT(*) FROM students WHERE major = 'EE'", "alice")
         bounded = guard.explain(men, "alice").cells
         monkeypatch.setattr(held, "MAX_HELD_INTERVALS", 1)
@@ -190,7 +168,7 @@ def test_values_over_the_budget_have_no_interval(tmp_path: Path, monkeypatch: py
     # out of time (MAX_INTERVAL_SECONDS): none computed, none guessed
     monkeypatch.setattr(held, "MAX_HELD_INTERVALS", 200)
     monkeypatch.setattr(held, "MAX_INTERVAL_SECONDS", 0.0)
-    with Guard.open(path) as guard:
+    with Guard.open(path, state=tmp_path / "state") as guard:
         late = guard.explain(men, "alice").cells
     assert len(late) == 2
     assert all(math.isnan(c.low) and c.status.endswith("(interval not computed)") for c in late)
@@ -229,7 +207,7 @@ def test_the_lps_run_after_the_release_lock(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(preview_module, "explained_intervals", meanwhile)
     men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
-    with Guard.open(_students(tmp_path)) as guard:
+    with Guard.open(_students(tmp_path), state=tmp_path / "state") as guard:
         guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice")
         (cell,) = guard.explain(men, "alice").cells
     assert answered == [True]
@@ -238,11 +216,4 @@ def test_the_lps_run_after_the_release_lock(tmp_path: Path, monkeypatch: pytest.
 
 def _students(folder: Path) -> Path:
     """Seed 002's students, linked tables off (the history audit alone withholds the pair)."""
-    policy = yaml.safe_load(STUDENTS.read_text())
-    policy["state"] = str(folder / "state")
-    csv = STUDENTS.parent.parent / "examples/students/students.csv"
-    policy["tables"]["students"]["source"] = {"csv": str(csv)}
-    policy["protection"]["suppression"] = {"linked": "none"}
-    path = folder / "students.yaml"
-    path.write_text(yaml.safe_dump(policy))
-    return path
+    return students_policy(folder, unlinked)

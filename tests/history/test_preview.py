@@ -25,36 +25,15 @@ from guard.history.controls import HistoryControl, control_text
 from guard.history.screen import HistoryScreen
 from guard.result import Flag
 
+from .history_helpers import STUDENTS_CSV, students_policy, unlinked
+from .skewed import DIMENSIONS, skewed_table
+
 _WITHHELD = Flag.SUPPRESSED.value
 CONTROLS = tuple(control_text(c.value, 3) for c in HistoryControl)
-STUDENTS = Path(__file__).resolve().parents[2] / "policies" / "students.yaml"
-DIMENSIONS = {"a": ("a0", "a1", "a2", "a3"), "b": ("b0", "b1", "b2"), "c": ("c0", "c1")}
-SHARES = {"a": (0.4, 0.3, 0.25, 0.05), "b": (0.5, 0.3, 0.2), "c": (0.95, 0.05)}
 
 
 def _policy(folder: Path, seed: int) -> Path:
-    rng = np.random.default_rng(seed)
-    n = 160
-    # skewed, so that differences of large answers isolate a person or two (rare a3, c1)
-    frame = pd.DataFrame(
-        {"person": np.arange(n), **{d: rng.choice(v, n, p=SHARES[d]) for d, v in DIMENSIONS.items()}}
-    )
-    frame["m"] = rng.integers(0, 100, n)
-    frame.to_parquet(folder / "t.parquet", index=False)
-    columns: dict[str, object] = {
-        "person": {"role": "identifier"},
-        "m": {"role": "measure", "bounds": [0, 100]},
-    }
-    columns.update({d: {"role": "dimension"} for d in DIMENSIONS})
-    policy = {
-        "name": "preview",
-        "protection": {"min_query_set_size": 3, "suppression": {"linked": "none"}},
-        "tables": {"t": {"source": {"parquet": "t.parquet"}, "privacy_unit": "person", "columns": columns}},
-        "analysts": {"alice": {}},
-    }
-    path = folder / "policy.yaml"
-    path.write_text(yaml.safe_dump(policy, sort_keys=False))
-    return path
+    return skewed_table(folder, seed, 160)[0]
 
 
 def _question(rng: np.random.Generator) -> str:
@@ -137,15 +116,9 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
     """Seed 002's pair: after SUM(income) of EE, the same for male EE students is Baker's
     income. Explained, it is withheld by the span control, with what the EE total leaves of it; the
     query is still refused afterwards, and nothing the explanation saw was released."""
-    policy = yaml.safe_load(STUDENTS.read_text())
-    policy["state"] = str(tmp_path / "state")
-    csv = STUDENTS.parent.parent / "examples/students/students.csv"
-    policy["tables"]["students"]["source"] = {"csv": str(csv)}
-    policy["protection"]["suppression"] = {"linked": "none"}
-    path = tmp_path / "students.yaml"
-    path.write_text(yaml.safe_dump(policy))
+    path = students_policy(tmp_path, unlinked)
     men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
-    with Guard.open(path) as guard:
+    with Guard.open(path, state=tmp_path / "state") as guard:
         assert guard.explain(men, "alice").cells == ()  # nothing asked yet: nothing to withhold
         assert guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice").rows == [[240000]]
         explained = guard.explain(men, "alice")
@@ -163,8 +136,8 @@ def test_baker_explained_names_the_span_control_and_stays_refused(tmp_path: Path
         statuses = [entry["decision"] for entry in guard.log()]
     assert statuses.count("explained") == 2
     # the withheld value is what completes the pair on the raw data: Baker alone
-    data = pd.read_csv(csv)
+    data = pd.read_csv(STUDENTS_CSV)
     ee = data[data.major == "EE"]
     assert ee.income.sum() == 240000 and (ee.sex == "Female").sum() == 1
-    high = policy["tables"]["students"]["columns"]["income"]["bounds"][1]
+    high = yaml.safe_load(path.read_text())["tables"]["students"]["columns"]["income"]["bounds"][1]
     assert (240000 - high * (ee.sex == "Female").sum(), 240000) == (40000, 240000)
