@@ -29,7 +29,7 @@ from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.heldintervals import MAX_HELD_INTERVALS
 from guard.result import Flag
 
-from .history_helpers import students_policy, unlinked
+from .history_helpers import STUDENTS_CSV, students_policy, unlinked
 from .skewed import BOUNDS, DIMENSIONS, skewed_table
 
 _WITHHELD = Flag.SUPPRESSED.value
@@ -217,3 +217,20 @@ def test_the_lps_run_after_the_release_lock(tmp_path: Path, monkeypatch: pytest.
 def _students(folder: Path) -> Path:
     """Seed 002's students, linked tables off (the history audit alone withholds the pair)."""
     return students_policy(folder, unlinked)
+
+
+def test_releases_on_an_earlier_data_version_still_bound_it(tmp_path: Path) -> None:
+    """The EE total released on one data version still pins the male EE students'
+    total after a student of another major joins (the audit's rows are identities
+    across versions): the same interval, from the earlier version's release."""
+    csv = tmp_path / "students.csv"
+    csv.write_text(STUDENTS_CSV.read_text())
+    path = students_policy(tmp_path, unlinked, csv=csv)
+    men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice")
+    csv.write_text(csv.read_text() + "Newcomer,Female,Math,1981,70000\n")
+    with Guard.open(path, state=tmp_path / "state") as guard:
+        (cell,) = guard.explain(men, "alice").cells
+        assert guard.query("SELECT COUNT(*) FROM students", "alice").rows == [[10]]  # the new version
+    assert cell.status.startswith("exact history audit") and (cell.low, cell.high) == (40000.0, 240000.0)
