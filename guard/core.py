@@ -26,10 +26,10 @@ from guard.noise.sampling import RandomSource
 from guard.noise.stage import NoiseStage
 from guard.policy.load import load_policy
 from guard.policy.model import Analyst, HistoryMode, NoiseMode, Policy, Table
-from guard.post.plan import OuterPlan, plan_outer
+from guard.post.plan import OuterPlan, explain_inners, plan_outer
 from guard.post.run import describe_outer, run_outer
 from guard.protection.answer import protect_with_decision
-from guard.protection.explain import Explanation, explain_decision
+from guard.protection.explain import Explanation, explain_decision, noised_rejection
 from guard.protection.finest import finest_flagged
 from guard.protection.linking import Linker
 from guard.protection.patterns import PatternCache
@@ -289,9 +289,8 @@ class Guard:
         return result  # 8 answer
 
     def _answered(self, front: FrontResult, result: ProtectedResult) -> ProtectedResult:
-        """The answer as the analyst asked it: a list of values keeps the values whose
-        count is released and drops the count; any other answer says which of its
-        columns are aggregates (for flag columns)."""
+        """The answer as asked: a list of values keeps those whose count is released, and
+        drops the count; any other answer says which columns are aggregates (flag columns)."""
         if front.listing is not None:
             return listed_answer(result, front.listing, self.policy.protection.min_query_set_size)
         outputs = front.shape.outputs
@@ -306,19 +305,21 @@ class Guard:
         explanation to an analyst.
 
         Raises:
-            as :meth:`query`.
+            as :meth:`query`; QueryRejected naming the inner queries of a query over
+            protected answers (WITH, subqueries), which are explained one at a time.
         """
         request = _Request(analyst, sql)
         try:
             who = self._analyst(analyst)
-            front = self._front(request, who, None)
+            try:
+                front = self._front(request, who, None)
+            except QueryRejected as rejected:  # a query over protected answers: its inner ones
+                outer = self._outer(request, None)
+                raise (rejected if outer is None else QueryRejected(explain_inners(outer))) from None
             info = request.info
             assert info is not None
             if self.policy.noise_mode(front.table, who, front.shape.summed) is NoiseMode.NOISE:
-                raise QueryRejected(
-                    f"explain shows cell suppression, and {front.table.name} is answered to {who.name} "
-                    "with noise: nothing is suppressed; the answer's notes give each column's noise scale"
-                )
+                raise noised_rejection(front.table.name, who.name)
             (shape, grid), protection = self._cells(front.shape, info), self.policy.protection
             with self._release_lock:
                 linking = self.linker.linking(who, front.table, front.shape, info)
@@ -382,9 +383,8 @@ class Guard:
         return InternalError(f"{reason}; the request is logged as #{log_id}: report it to the data steward")
 
     def rejected_at_endpoint(self, analyst: str, text: str, error: GuardError) -> None:
-        """Log a request of an authenticated analyst that an endpoint refused before
-        :meth:`query` could read it (text that is not UTF-8, a body that is not a
-        query): bad input is logged too."""
+        """Log an analyst's request an endpoint refused before :meth:`query` could read it
+        (text that is not UTF-8, a body that is not a query): bad input is logged too."""
         self.recorder.failed(RequestFacts(analyst, text, time.perf_counter()), error)
 
     def failed_login(self, endpoint: str, user: str | None, address: str) -> None:

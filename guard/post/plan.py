@@ -36,7 +36,7 @@ from guard.query.parse import DIALECT, parse
 from guard.query.shape import AggFunc, OutputKind
 from guard.query.validate import validate
 
-__all__ = ["MAX_INNER_QUERIES", "Inner", "OuterPlan", "plan_outer"]
+__all__ = ["MAX_INNER_QUERIES", "Inner", "OuterPlan", "explain_inners", "plan_outer"]
 
 #: inner queries one request may ask: each is a full protected query, logged alone
 MAX_INNER_QUERIES = 16
@@ -74,6 +74,24 @@ class OuterPlan:
     columns: tuple[str, ...]
     #: outputs that can be withheld or noised (computed from aggregates)
     graded: tuple[bool, ...]
+
+
+def explain_inners(plan: OuterPlan) -> str:
+    """Why ``guard explain`` does not explain a query over protected answers, and what
+    to explain instead: its inner queries, each answered as if asked alone (a later one
+    after the earlier ones' releases, so it is explained after they are asked)."""
+    if len(plan.inners) == 1:
+        return (
+            "this query is computed on the answer of an inner query, protected and recorded as if "
+            f"asked alone; explain shows one protected answer: explain the inner query instead: "
+            f"{plan.inners[0].sql}"
+        )
+    listed = "; ".join(f"({n}) {inner.sql}" for n, inner in enumerate(plan.inners, start=1))
+    return (
+        f"this query is computed on the answers of {len(plan.inners)} inner queries, each protected and "
+        "recorded as if asked alone; explain shows one protected answer: explain each inner query "
+        f"instead, in this order (each is asked after the ones before it): {listed}"
+    )
 
 
 def plan_outer(

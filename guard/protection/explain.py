@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from guard.errors import QueryRejected
 from guard.history.preview import HeldValue
 from guard.plan.sql import where
 from guard.protection.decide import Decision, SpaceReport
@@ -19,7 +20,7 @@ from guard.result import ProtectedResult
 from guard.rules import RuleVerdict
 from guard.suppression import Key, audit, failures
 
-__all__ = ["MAX_ATTRIBUTION_SECONDS", "ExplainedCell", "Explanation", "explain_decision"]
+__all__ = ["MAX_ATTRIBUTION_SECONDS", "ExplainedCell", "Explanation", "explain_decision", "noised_rejection"]
 
 #: seconds one explanation may spend finding which sensitive cells each secondary cell
 #: protects (one LP audit of the sensitive cells per secondary cell)
@@ -103,6 +104,14 @@ def explain_decision(
         cell = f"{value.cell}{suffix}"
         cells.append(ExplainedCell(cell, value.space, status, value.low, value.high, width, None, None))
     return Explanation(result, tuple(cells), methods)
+
+
+def noised_rejection(table: str, analyst: str) -> QueryRejected:
+    """Why a table answered with noise has nothing to explain."""
+    return QueryRejected(
+        f"explain shows cell suppression, and {table} is answered to {analyst} with noise: nothing "
+        "is suppressed; the answer's notes give each column's noise scale"
+    )
 
 
 def _space_cells(
