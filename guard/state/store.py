@@ -11,7 +11,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from guard.state.records import (
     ReleaseStatus,
     fraction_from_text,
 )
+from guard.state.secretkey import secret_key
 from guard.state.writes import ENCODED_FIELDS, commit_batch, encoded_fields
 
 __all__ = ["GENESIS", "StateStore"]
@@ -316,29 +316,8 @@ class StateStore:
     def secret(self) -> bytes:
         """The store's secret key (created once, readable by the owner only): seeds what
         must look random to analysts yet repeat for the same table."""
-        path = self.path.parent / "secret.key"
         with self._lock:
-            try:
-                key = path.read_bytes()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise BackendError(f"cannot read the store's secret key {path} ({exc.strerror})") from None
-            else:
-                if len(key) < 16:
-                    raise BackendError(
-                        f"the store's secret key {path} is empty or truncated ({len(key)} bytes): restore "
-                        "it from a backup. A new key changes every suppression pattern and audit weight, "
-                        "so start a new state folder rather than deleting it"
-                    )
-                return key
-            if self.read_only:
-                raise BackendError(f"the store's secret key {path} is missing: restore it from a backup")
-            key = secrets.token_bytes(32)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(key)
-            return key
+            return secret_key(self.path.parent / "secret.key", self.read_only)
 
     def log(self, analyst: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Log records, oldest first (the last ``limit`` when given)."""
