@@ -658,8 +658,9 @@ def per_cell_costs(g: Guard, sql: str, repeat: int) -> dict[str, float]:
     from guard.backends.base import plain_rows
     from guard.cells import cells_from_result
     from guard.plan.rewrite import rewrite
-    from guard.protection.decide import decide, with_sums
+    from guard.protection.decide import decide
     from guard.protection.linking import standalone
+    from guard.protection.sums import with_sums
     from guard.query.analyze import analyze
     from guard.query.parse import parse
     from guard.query.validate import validate

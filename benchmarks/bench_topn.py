@@ -83,7 +83,7 @@ def cell_queries(g: Guard, sql: str, depth: int) -> tuple[Any, Any, dict[str, An
     """The shape, table facts and, per side, the rewritten cell query of ``sql`` (as
     Guard.query builds it: bench_backends.cell_query, with the template swapped)."""
     from guard.plan.rewrite import rewrite
-    from guard.protection.decide import with_sums
+    from guard.protection.sums import with_sums
     from guard.query.analyze import analyze
     from guard.query.parse import parse
     from guard.query.validate import validate
