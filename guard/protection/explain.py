@@ -175,7 +175,11 @@ def _protected(
         if time.monotonic() >= deadline:
             out[key] = " (which sensitive cells it protects: not computed, over the time budget)"
             continue
-        exposed = [f.key for f in failures(report.table, report.suppressed - {key}, sensitive)]
+        try:
+            exposed = [f.key for f in failures(report.table, report.suppressed - {key}, sensitive)]
+        except ValueError:  # an LP HiGHS could not solve: say so rather than fail the explanation
+            out[key] = " (which sensitive cells it protects: not computed, an LP failed)"
+            continue
         new = [k for k in exposed if k not in failing]
         names = sorted(f"{readable(k, dimensions)} ({sensitive[k].rule})" for k in new)
         if not names:

@@ -126,3 +126,24 @@ def test_cells_of_a_linked_problem_too_large_to_solve_have_no_interval(
     # what it withholds is what the query withholds: every interior cell and margin not fixed
     answer = castro.query(CUBE, "alice")
     assert explanation.result.flags == answer.flags
+
+
+def test_an_attribution_lp_that_fails_is_said_not_guessed(
+    castro: Guard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An LP of the attribution that HiGHS cannot solve leaves that cell's sensitive cells
+    unnamed, with why, and the explanation is still given."""
+    calls = [0]
+    real = explain_module.failures
+
+    def failing(*args: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if calls[0] > 1:  # the first call checks the pattern itself
+            raise ValueError("audit LP failed")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(explain_module, "failures", failing)
+    secondary = [c for c in castro.explain(CUBE, "alice").cells if c.status.startswith("secondary")]
+    assert secondary
+    said = "secondary (which sensitive cells it protects: not computed, an LP failed)"
+    assert all(c.status == said for c in secondary)
