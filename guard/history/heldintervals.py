@@ -151,7 +151,10 @@ def explained_intervals(
                 distinct.setdefault(key, target.ids)
                 places.append((i, key))
         keys = list(distinct)
-        found = held_intervals(problems[space], [distinct[k] for k in keys], deadline)
+        try:
+            found = held_intervals(problems[space], [distinct[k] for k in keys], deadline)
+        except Exception:  # shown only, nothing released depends on it: unbounded, not guessed
+            found = [(math.nan, math.nan)] * len(keys)
         by_key = dict(zip(keys, found, strict=True))
         for i, key in places:
             out[i] = by_key[key]

@@ -234,3 +234,21 @@ def test_releases_on_an_earlier_data_version_still_bound_it(tmp_path: Path) -> N
         (cell,) = guard.explain(men, "alice").cells
         assert guard.query("SELECT COUNT(*) FROM students", "alice").rows == [[10]]  # the new version
     assert cell.status.startswith("exact history audit") and (cell.low, cell.high) == (40000.0, 240000.0)
+
+
+def test_an_lp_that_breaks_leaves_the_value_unbounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The intervals are shown only: an LP that raises leaves the values without one
+    ("interval not computed") and the explanation is still given."""
+    import guard.history.heldintervals as held
+
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise RuntimeError("HiGHS failed")
+
+    monkeypatch.setattr(held, "held_intervals", broken)
+    men = "SELECT SUM(income) FROM students WHERE major = 'EE' AND sex = 'Male'"
+    with Guard.open(_students(tmp_path), state=tmp_path / "state") as guard:
+        guard.query("SELECT SUM(income) FROM students WHERE major = 'EE'", "alice")
+        (cell,) = guard.explain(men, "alice").cells
+    assert math.isnan(cell.low) and cell.status.endswith("(interval not computed)")
