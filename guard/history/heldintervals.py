@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from pyroaring import BitMap
 
 from guard.history.atomlp import AtomIntervals, atoms_of
 from guard.history.keys import COUNT_SPACE
+from guard.history.rowsets import as_bitmap
 from guard.history.universe import Universe
 
 __all__ = [
@@ -111,11 +111,11 @@ def held_intervals(
         return [nan] * len(targets)
     sets = problem.sets
     reach = np.unique(np.concatenate([*(ids for ids, _ in sets), *targets]))
-    members = [(BitMap(ids.tolist()), value) for ids, value in sets]
+    members = [(as_bitmap(ids), value) for ids, value in sets]
     # the atoms of the released sets and the targets together: each target is whole
     # atoms, so its bounds change only the objective (no equation: the targets were not
     # released), and each solve starts from the last one's basis
-    apart = [(BitMap(ids.tolist()), 0.0) for ids in targets]
+    apart = [(as_bitmap(ids), 0.0) for ids in targets]
     slot, atom = atoms_of([*members, *apart], reach, problem.counts.size)
     weights = np.ones(reach.size) if problem.counting else problem.counts[reach]
     model = AtomIntervals(members, slot, atom, weights, problem.bounds)
@@ -168,11 +168,9 @@ def _placed(
     sets the audit cannot place, and SUMs without a value, left out."""
     out = []
     for version, cells, value in released:
-        bitmap = BitMap.deserialize(cells)
-        ids = rows.ids(version, np.fromiter(bitmap, dtype=np.int64, count=len(bitmap)))
+        ids = rows.stored(version, cells)
         if ids is None or ids.size == 0:
             continue
-        ids = np.unique(ids)
         total = float(counts[ids].sum()) if counts is not None else value
         if total is not None and math.isfinite(total):
             out.append((ids, total))

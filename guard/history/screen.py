@@ -45,7 +45,6 @@ from collections.abc import Callable, Collection, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from pyroaring import BitMap
 
 from guard.backends.base import Backend, TableInfo
 from guard.cells import CellGrid
@@ -366,8 +365,7 @@ class HistoryScreen:
             # a restart or a new data version rebuilds the state from everything released
             # before, on every version whose identities are known, in order
             for version, cells, value in self._store.audit_sets(table.name, space, scope):
-                bitmap = BitMap.deserialize(cells)
-                ids = rows.ids(version, np.fromiter(bitmap, dtype=np.int64, count=len(bitmap)))
+                ids = rows.stored(version, cells)
                 if ids is None:
                     continue  # released before versions were tracked: see the module docstring
                 if state.auditor.release(ids):

@@ -19,6 +19,7 @@ from guard.backends.base import Backend
 from guard.history.boxes import BoxCodes
 from guard.history.finest import FinestCells
 from guard.history.lineage import Lineage, VersionRows
+from guard.history.rowsets import as_row_ids
 
 __all__ = ["AuditCells", "HistoryStore", "Universe", "universe"]
 
@@ -79,6 +80,11 @@ class Universe:
         if version not in self.lineage.versions:
             return None
         return self.lineage.cells_of(version, finest)
+
+    def stored(self, version: str, cells: bytes) -> Ids | None:
+        """:meth:`ids` of a set as the store keeps it (``audit_sets``: a serialized bitmap
+        of ``version``'s finest cells), sorted."""
+        return self.ids(version, as_row_ids(BitMap.deserialize(cells)))
 
 
 def universe(finest: FinestCells, backend: Backend, store: HistoryStore, background: Executor) -> Universe:
