@@ -58,7 +58,12 @@ from guard.history.witness import TIDY_RANKED, first_exchange, largest, witnesse
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
-#: small basis positions whose exact rows one decision may read
+#: small basis positions whose exact rows one decision may read (reading is cheap: at
+#: 100,000 rows 0.8-1.7 ms for 400-1,000 positions; the work and entries below bound it)
+MAX_READ_POSITIONS = 4_000
+#: linked rows (connected to the new query, not peeled) one decision may eliminate and
+#: search: the cost that grows (the elimination is dense); most checks link a few rows
+#: (bench_first's q12 at 100,000 rows: 1 of 401 small positions, q19's 2-44 of ~900)
 MAX_SMALL_POSITIONS = 400
 #: nonzeros of a decision's exact rows, and entries of the dense block it eliminates
 MAX_ROW_ENTRIES = 8_000_000
@@ -152,7 +157,7 @@ class GroupSearch:
         novelty = exposure.novelty()[positions]
         if not novelty.any():
             return _CLEAR  # phi = 0 on every combination: nothing new can be small
-        if positions.size > MAX_SMALL_POSITIONS:
+        if positions.size > MAX_READ_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         self._sets = exposure.released
         if witnessed(exposure, positions, novelty, small_of, MAX_ROW_WORK, MAX_ROW_ENTRIES):
@@ -169,6 +174,8 @@ class GroupSearch:
         keep = peeled(rows[:, large]) & linked_to(rows, novelty != 0)
         if not (novelty[keep]).any():
             return _CLEAR
+        if np.count_nonzero(keep) > MAX_SMALL_POSITIONS:
+            return GroupFinding(GroupVerdict.EXHAUSTED)
         rows, novelty = csr_matrix(rows[keep]), novelty[keep]
         on_large = csr_matrix(rows[:, large])
         on_large = on_large[:, distinct(on_large.indices)]  # zero columns change no elimination

@@ -7,7 +7,7 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from guard.history import elimination
-from guard.history.elimination import combine, combine_sparse, compacted
+from guard.history.elimination import combine, combine_sparse, compacted, linked_to
 
 _P = 1125899906842597  # the largest prime below 2**50: residues use every bit
 
@@ -52,3 +52,22 @@ def test_compacted_keeps_the_touched_columns_in_order(seed: int) -> None:
     assert np.array_equal(touched, expected)
     assert np.array_equal(out.toarray(), dense[:, expected])
     assert np.array_equal(touched, np.flatnonzero(dense.any(axis=0)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_linked_rows_are_those_a_search_from_the_seeds_reaches(seed: int) -> None:
+    """``linked_to`` against a plain breadth-first search over rows and columns."""
+    rng = np.random.default_rng(4400 + seed)
+    m, n = int(rng.integers(1, 60)), int(rng.integers(1, 80))
+    dense = (rng.random((m, n)) < rng.uniform(0.005, 0.08)) * rng.integers(1, 97, size=(m, n))
+    seeds = rng.random(m) < 0.1
+    reached, queue = set(np.flatnonzero(seeds).tolist()), list(np.flatnonzero(seeds).tolist())
+    while queue:
+        row = queue.pop()
+        for column in np.flatnonzero(dense[row]).tolist():
+            for other in np.flatnonzero(dense[:, column]).tolist():
+                if other not in reached:
+                    reached.add(other)
+                    queue.append(other)
+    linked = linked_to(csr_matrix(dense), seeds)
+    assert sorted(np.flatnonzero(linked).tolist()) == sorted(reached)

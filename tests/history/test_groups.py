@@ -185,6 +185,45 @@ def test_exact_rows_over_their_budget_withhold(monkeypatch: pytest.MonkeyPatch) 
     assert _decide(auditor, search, second) is GroupVerdict.CLEAR
 
 
+def _blocks(count: int) -> tuple[SpanAuditor, GroupSearch]:
+    """``count`` blocks of 12 one-row units, k = 4: in block i, S_i = a_i + b_i and
+    V_i = a_i + c_i released (a, b, c its first three triples; the fourth, d, never
+    asked). Every atom is small (3 rows) and every block's two rows stay small basis
+    positions; no block shares an atom with another."""
+    units = np.arange(12 * count)
+    auditor = SpanAuditor(np.arange(units.size))
+    search = GroupSearch(4, _units_of(units))
+    for block in range(count):
+        base = 12 * block
+        for released in (np.arange(base, base + 6), np.r_[base : base + 3, base + 6 : base + 9]):
+            assert search.check(auditor.exposure(released)).verdict is GroupVerdict.CLEAR
+            auditor.release(released)
+            search.tidy(auditor)
+    return auditor, search
+
+
+def test_small_positions_past_the_budget_are_searched_when_few_are_linked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check whose small positions outnumber ``MAX_SMALL_POSITIONS`` is still searched
+    when the rows linked to the query are fewer (before, it was withheld unsearched);
+    when the linked rows are too many, it fails closed (EXHAUSTED)."""
+    import guard.history.groups as groups
+
+    auditor, search = _blocks(10)
+    monkeypatch.setattr(groups, "MAX_SMALL_POSITIONS", 5)  # 20 small positions, 3 linked
+    # b_0 + c_0 + d_0: no combination with S_0, V_0 is one triple
+    safe = np.r_[3:12]
+    # a_0 + b_0 + c_0: minus S_0 it is c_0, three people
+    disclosing = np.r_[0:9]
+    assert _decide(auditor, search, safe) is GroupVerdict.CLEAR
+    assert _decide(auditor, search, disclosing) is GroupVerdict.DISCLOSES
+    monkeypatch.setattr(groups, "MAX_SMALL_POSITIONS", 2)
+    assert _decide(auditor, search, safe) is GroupVerdict.EXHAUSTED
+    assert _decide(auditor, search, disclosing) is GroupVerdict.EXHAUSTED
+    monkeypatch.setattr(groups, "MAX_SMALL_POSITIONS", 10**6)
+    monkeypatch.setattr(groups, "MAX_READ_POSITIONS", 5)  # too many rows to read at all
+    assert _decide(auditor, search, safe) is GroupVerdict.EXHAUSTED
+
+
 def _tidy_one_row_at_a_time(search: GroupSearch, auditor: SpanAuditor) -> int:
     """The reference tidy: each basis row read afresh (``basis_row``) before its turn."""
     partition = auditor.partition
