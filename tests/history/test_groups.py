@@ -202,7 +202,9 @@ def _blocks(count: int) -> tuple[SpanAuditor, GroupSearch]:
     return auditor, search
 
 
-def test_small_positions_past_the_budget_are_searched_when_few_are_linked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_positions_past_the_budget_are_searched_when_few_are_linked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A check whose small positions outnumber ``MAX_SMALL_POSITIONS`` is still searched
     when the rows linked to the query are fewer (before, it was withheld unsearched);
     when the linked rows are too many, it fails closed (EXHAUSTED)."""
