@@ -42,6 +42,9 @@ _DENSE_BLOCK = 1 << 22
 
 _EMPTY_IDS: Ids = np.zeros(0, dtype=np.int64)
 
+#: lines from which ``triplets`` reads the unchanged ones from the snapshot
+_FROM_SNAPSHOT = 64
+
 
 def accumulate(index: Ids, value: Residues, size: int, p: int) -> Residues:
     """Dense vector of length ``size``: the sum mod p of ``value`` at each ``index``
@@ -189,6 +192,37 @@ class SparseLines:
 
     def triplets(self, lines: Ids) -> tuple[Ids, Ids, Residues]:
         """(position in ``lines``, index, value) of every entry of ``lines``, concatenated."""
+        snapshot = self._snapshot
+        if snapshot is not None and lines.size >= _FROM_SNAPSHOT:
+            # the lines unchanged since the snapshot, sliced from it in C: a loop over
+            # thousands of small arrays took 1.5 s of q12's first answer at 100,000 rows
+            clean = lines < snapshot.shape[0]
+            if self._dirty:
+                changed = np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty))
+                clean &= ~np.isin(lines, changed)
+            if clean.any():
+                return self._through_snapshot(lines, clean, snapshot)
+        return self._from_lines(lines)
+
+    def _through_snapshot(
+        self, lines: Ids, clean: npt.NDArray[np.bool_], snapshot: csr_matrix
+    ) -> tuple[Ids, Ids, Residues]:
+        """``triplets``, the clean lines read from the snapshot: the same entries in the
+        same order (a line's entries by index, the lines in the caller's order)."""
+        at = np.flatnonzero(clean)
+        block = snapshot[lines[at]]
+        owner = np.repeat(at.astype(np.int64), np.diff(block.indptr))
+        index, value = block.indices.astype(np.int64), np.asarray(block.data, dtype=np.int64)
+        rest = np.flatnonzero(~clean)
+        if rest.size:
+            more_owner, more_index, more_value = self._from_lines(lines[rest])
+            owner = np.concatenate([owner, rest[more_owner]])
+            index, value = np.concatenate([index, more_index]), np.concatenate([value, more_value])
+            order = np.argsort(owner, kind="stable")
+            owner, index, value = owner[order], index[order], value[order]
+        return owner, index, value
+
+    def _from_lines(self, lines: Ids) -> tuple[Ids, Ids, Residues]:
         picked = lines.tolist()
         if not picked:
             return _EMPTY_IDS, _EMPTY_IDS, _EMPTY_IDS

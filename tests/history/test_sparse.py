@@ -240,3 +240,32 @@ def test_a_line_keeps_its_indices_in_32_bits() -> None:
     assert lines.nbytes() < 16 * lines.nnz + 2 * 112 + 1  # 12 bytes an entry, no snapshot yet
     with pytest.raises(OverflowError, match="32 bits"):
         lines.append(np.array([1 << 31]), np.array([1]))
+
+
+def test_triplets_through_the_snapshot_are_those_of_the_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``triplets`` reads lines unchanged since the snapshot from it: the same entries in
+    the same order as reading every line's arrays, with lines changed and appended after
+    the snapshot, repeats and any order of the lines asked."""
+    from guard.history import sparse
+
+    p = (1 << 50) - 27
+    rng = np.random.default_rng(5)
+    lines = SparseLines(p)
+    for _ in range(300):
+        index = np.sort(rng.choice(400, size=int(rng.integers(0, 30)), replace=False)).astype(np.int64)
+        lines.append(index, p - 1 - rng.integers(0, 1000, index.size))
+    lines.product(np.array([1, 2], dtype=np.int64), 400)  # builds the snapshot
+    used = 0
+    for step in range(6):
+        changed = rng.choice(300, size=5, replace=False).astype(np.int64)
+        lines.add_outer(changed, rng.integers(1, p, 5), np.array([3, 399]), np.array([7, p - 3]))
+        lines.append(np.array([step], dtype=np.int64), np.array([step + 1], dtype=np.int64))
+        asked = rng.choice(len(lines), size=200).astype(np.int64)  # repeats, any order
+        asked[:2] = changed[:2]
+        fast = lines.triplets(asked)
+        monkeypatch.setattr(sparse, "_FROM_SNAPSHOT", 10**9)
+        slow = lines.triplets(asked)
+        monkeypatch.undo()
+        assert all(np.array_equal(a, b) for a, b in zip(fast, slow, strict=True)), step
+        used += lines._snapshot is not None
+    assert used == 6  # the snapshot was there to read from
