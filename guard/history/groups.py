@@ -26,7 +26,8 @@ disclosed. Otherwise, with X the exact rows of those m positions (``exposure.py`
    support is counted in privacy units, by a branch and bound whose lower bound packs
    parity checks of the span (``smallgroup.py``).
 
-When m, the rows' cost or the number of circuits exceeds its budget, the verdict is
+When m, the rows' cost, the rows linked to the new query (those left by 1's peeling
+and connected to it) or the search's nodes exceed their budgets, the verdict is
 EXHAUSTED and the caller withholds: an answer is never released unsearched. Decisions
 read query sets only (never values), so a refusal tells nothing the query sets do not.
 """
@@ -58,12 +59,16 @@ from guard.history.witness import TIDY_RANKED, first_exchange, largest, witnesse
 
 __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "Units", "left_null_space"]
 
-#: small basis positions whose exact rows one decision may read (reading is cheap: at
-#: 100,000 rows 0.8-1.7 ms for 400-1,000 positions; the work and entries below bound it)
+#: small basis positions whose exact rows one decision may read (measured: 0.8-1.7 ms
+#: for 400-1,000 positions at 100,000 rows, ~9 ms for ~3,000 at 1M; the work and
+#: entries below bound the read too)
 MAX_READ_POSITIONS = 4_000
 #: linked rows (connected to the new query, not peeled) one decision may eliminate and
-#: search: the cost that grows (the elimination is dense); most checks link a few rows
-#: (bench_first's q12 at 100,000 rows: 1 of 401 small positions, q19's 2-44 of ~900)
+#: search, the cost that grows fastest (the elimination is dense). A long history keeps
+#: hundreds to thousands of small positions (released cells whose atoms are all small)
+#: and a check links few of them (bench_first at 100,000 rows: q12's cells 1 of 401,
+#: q19's 2-44 of ~900); this budget once counted every small position, and withheld
+#: every check past 400 unsearched (q12: 1,854 safe values)
 MAX_SMALL_POSITIONS = 400
 #: nonzeros of a decision's exact rows, and entries of the dense block it eliminates
 MAX_ROW_ENTRIES = 8_000_000
