@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from guard.history.covering import covered
 from guard.history.elimination import Restriction, reduced_echelon
 from guard.history.modular import mul_mod
 from guard.history.steps import Ids, Residues
@@ -61,12 +62,27 @@ def smallest_group(
     if int(counted.sum()) >= k:
         return False
     keep = np.flatnonzero(moving)
-    where = np.full(star.size, -1, dtype=np.int64)
-    where[keep] = np.arange(keep.size)
-    state = Restriction(x[keep], reduced[:, keep], where[pivots], p)
-    search = _Search(state, units.restricted(keep), k, budget)
-    alive = np.ones(keep.size, dtype=bool)
-    found = search.branch(alive, counted)
+    restricted = units.restricted(keep)
+    found: Residues | bool | None = None
+    if budget[0] > 0 and units.disjoint():
+        # settled by disjoint information sets (``covering.py``) where they exist (one
+        # node), else searched. Its bound counts each coordinate's own units: with a unit
+        # in two coordinates (a panel's person in two atoms, or in a counted one) it
+        # would not hold
+        found = covered(
+            x[keep],
+            reduced[:, keep],
+            restricted,
+            k - int(counted.sum()),
+            p,
+            lambda star, rest, units, need: smallest_group(star, rest, units, need, p, budget),
+        )
+        budget[0] -= found is not None
+    if found is None:
+        where = np.full(star.size, -1, dtype=np.int64)
+        where[keep] = np.arange(keep.size)
+        state = Restriction(x[keep], reduced[:, keep], where[pivots], p)
+        found = _Search(state, restricted, k, budget).branch(np.ones(keep.size, dtype=bool), counted)
     if not isinstance(found, np.ndarray):
         return found
     full = x.copy()
