@@ -36,7 +36,10 @@ from guard.history.modular import mul_mod
 from guard.history.steps import Ids, Residues
 from guard.history.unitmatrix import UnitMatrix
 
-__all__ = ["smallest_group"]
+__all__ = ["FIRST_NODES", "smallest_group"]
+
+#: nodes a search may spend before the covering step is tried (then it starts again)
+FIRST_NODES = 1_000
 
 Mask = npt.NDArray[np.bool_]
 
@@ -63,12 +66,22 @@ def smallest_group(
         return False
     keep = np.flatnonzero(moving)
     restricted = units.restricted(keep)
-    found: Residues | bool | None = None
-    if budget[0] > 0 and units.disjoint():
-        # settled by disjoint information sets (``covering.py``) where they exist (one
-        # node), else searched. Its bound counts each coordinate's own units: with a unit
-        # in two coordinates (a panel's person in two atoms, or in a counted one) it
-        # would not hold
+    where = np.full(star.size, -1, dtype=np.int64)
+    where[keep] = np.arange(keep.size)
+
+    def searched(nodes: list[int]) -> Residues | bool | None:
+        state = Restriction(x[keep], reduced[:, keep], where[pivots], p)
+        return _Search(state, restricted, k, nodes).branch(np.ones(keep.size, dtype=bool), counted)
+
+    # most searches end in a few hundred nodes; one that does not is tried by disjoint
+    # information sets (``covering.py``: a few eliminations, exact, where no unit is in
+    # two coordinates: its bound counts each coordinate's own units), then searched
+    # again with the budget left
+    first = [min(budget[0], FIRST_NODES)]
+    spent = first[0]
+    found = searched(first)
+    budget[0] -= spent - first[0]
+    if found is None and budget[0] > 0 and units.disjoint():
         found = covered(
             x[keep],
             reduced[:, keep],
@@ -78,11 +91,8 @@ def smallest_group(
             lambda star, rest, units, need: smallest_group(star, rest, units, need, p, budget),
         )
         budget[0] -= found is not None
-    if found is None:
-        where = np.full(star.size, -1, dtype=np.int64)
-        where[keep] = np.arange(keep.size)
-        state = Restriction(x[keep], reduced[:, keep], where[pivots], p)
-        found = _Search(state, restricted, k, budget).branch(np.ones(keep.size, dtype=bool), counted)
+    if found is None and budget[0] > 0:
+        found = searched(budget)
     if not isinstance(found, np.ndarray):
         return found
     full = x.copy()

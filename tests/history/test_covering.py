@@ -76,7 +76,7 @@ def test_covering_decides_as_enumerating_the_coset() -> None:
         found += 1
     # both verdicts are reached on these instances, most are decided, and some through
     # the smaller coset of a last group of less than full rank
-    assert found > 20 and decided - found > 20 and decided > 150 and searched > 5
+    assert found > 10 and decided - found > 20 and decided > 150 and searched > 5
 
 
 def test_shared_units_or_too_few_columns_are_left_to_the_search() -> None:
@@ -98,6 +98,7 @@ def test_the_search_with_covering_agrees_with_the_search_without(
     found vector may differ, each below k)."""
     x, rows, units, _, need, p = _instance(seed)
     k = need + 1
+    monkeypatch.setattr(smallgroup, "FIRST_NODES", 0)  # the covering step before any branching
     with_covering = smallgroup.smallest_group(x, rows, units, k, p, [100_000])
     monkeypatch.setattr(smallgroup, "covered", lambda *args: None)
     without = smallgroup.smallest_group(x, rows, units, k, p, [100_000])
