@@ -38,7 +38,7 @@ from guard.history.unitmatrix import UnitMatrix
 
 __all__ = ["FIRST_NODES", "smallest_group"]
 
-#: nodes a search may spend before the covering step is tried (then it starts again)
+#: nodes a search spends before the covering step is tried (then it starts again)
 FIRST_NODES = 1_000
 
 Mask = npt.NDArray[np.bool_]
@@ -75,24 +75,27 @@ def smallest_group(
 
     # most searches end in a few hundred nodes; one that does not is tried by disjoint
     # information sets (``covering.py``: a few eliminations, exact, where no unit is in
-    # two coordinates: its bound counts each coordinate's own units), then searched
-    # again with the budget left
-    first = [min(budget[0], FIRST_NODES)]
-    spent = first[0]
+    # two coordinates: its bound counts each coordinate's own units), then searched again
+    # from the start on the whole budget (the trial is not charged: a search that ended
+    # within its budget before still does; the work is at most FIRST_NODES more)
+    start = budget[0]
+    first = [min(start, FIRST_NODES)]
     found = searched(first)
-    budget[0] -= spent - first[0]
-    if found is None and budget[0] > 0 and units.disjoint():
-        found = covered(
-            x[keep],
-            reduced[:, keep],
-            restricted,
-            k - int(counted.sum()),
-            p,
-            lambda star, rest, units, need: smallest_group(star, rest, units, need, p, budget),
-        )
-        budget[0] -= found is not None
-    if found is None and budget[0] > 0:
-        found = searched(budget)
+    if found is not None or start <= FIRST_NODES:
+        budget[0] = start - (min(start, FIRST_NODES) - first[0])  # as the one search it was
+    else:
+        if units.disjoint():
+            found = covered(
+                x[keep],
+                reduced[:, keep],
+                restricted,
+                k - int(counted.sum()),
+                p,
+                lambda star, rest, units, need: smallest_group(star, rest, units, need, p, budget),
+            )
+            budget[0] -= found is not None
+        if found is None and budget[0] > 0:
+            found = searched(budget)
     if not isinstance(found, np.ndarray):
         return found
     full = x.copy()

@@ -104,3 +104,26 @@ def test_the_search_with_covering_agrees_with_the_search_without(
     without = smallgroup.smallest_group(x, rows, units, k, p, [100_000])
     assert (with_covering is False) == (without is False)
     assert with_covering is not None and without is not None
+
+
+def test_the_trial_before_the_covering_step_costs_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that settles within its budget as one search settles alike when it
+    stops after ``FIRST_NODES``, tries the covering step, and starts again: the trial's
+    nodes are not charged (shared units, where the covering step is skipped, included)."""
+    from tests.history.test_smallgroup import _instance as shared_instance
+
+    restarted = 0
+    for seed in range(120):
+        p = (3, 5, 7)[seed % 3]
+        star, rest, unit_sets, k = shared_instance(seed, p)
+        units = UnitMatrix.of(unit_sets)
+        monkeypatch.setattr(smallgroup, "FIRST_NODES", 10**9)
+        left = [10**6]
+        alone = smallgroup.smallest_group(star, rest, units, k, p, left)
+        needed = 10**6 - left[0]
+        monkeypatch.setattr(smallgroup, "FIRST_NODES", 1)
+        again = smallgroup.smallest_group(star, rest, units, k, p, [needed])
+        assert again is not None, seed
+        assert (again is False) == (alone is False), seed
+        restarted += needed > 2
+    assert restarted > 20
