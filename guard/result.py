@@ -212,11 +212,12 @@ class ProtectedResult:
         return json.dumps(self.to_dict())
 
     def logged_rows(self) -> list[list[Any]]:
-        """The rows as the query log keeps them: as :meth:`to_dict` sends them, except a
-        NaN, which is :data:`NAN_TEXT` there and null here. The offline audit matches
-        logged rows to cells by their keys (``guard.history.keys.normalized`` names both
-        alike), and a NaN logged as null would be matched to the NULL cell: the NaN
-        cell's release would go unaudited."""
+        """The rows as the query log keeps them: as :meth:`to_dict` sends them (a NaN is
+        :data:`NAN_TEXT` in both), except an infinity, which the log keeps as a float
+        (Python's json reads its token back) and ``to_dict`` spells as PostgreSQL does.
+        The offline audit matches logged rows to cells by their keys
+        (``guard.history.keys.normalized`` names both alike), and a NaN logged as null
+        would be matched to the NULL cell: the NaN cell's release would go unaudited."""
         return [[_logged(v) for v in row] for row in self.rows]
 
     def logged_levels(self) -> dict[str, list[Any]] | None:
@@ -258,12 +259,20 @@ def _logged(value: Any) -> Any:
         return NAN_TEXT if value != value else value
     if kind in _PLAIN:
         return value
-    return NAN_TEXT if is_nan(value) else _json_value(value)
+    return NAN_TEXT if is_nan(value) else _dated(value)
+
+
+def _dated(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.date | dt.datetime | dt.time) else value
 
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
-    if isinstance(value, float) and value != value:  # NaN has no JSON form
-        return None
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        # JSON has no NaN or infinity (json.dumps would write the tokens NaN and
+        # Infinity, which strict parsers reject), and null is the NULL group, which
+        # GROUP BY keeps apart from the NaN group: spelled as PostgreSQL's to_json
+        # spells them (and R's jsonlite reads them back as numbers)
+        return NAN_TEXT if value != value else ("Infinity" if value > 0 else "-Infinity")
     return value

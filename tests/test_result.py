@@ -62,8 +62,10 @@ def test_answers_of_the_guard_are_immutable(students: Guard) -> None:
 
 
 def test_logged_rows_are_the_sent_rows_with_nan_named() -> None:
-    """The log keeps what ``to_dict`` sends, except a NaN (Python's or numpy's), which
-    it names "NaN" (the NULL group is null): value for value and type for type."""
+    """The log keeps what ``to_dict`` sends, value for value and type for type: a NaN
+    (Python's or numpy's) named "NaN" in both (the NULL group is null), except an
+    infinity, a float in the log and "Infinity" / "-Infinity" in the answer (JSON has
+    no infinity: json.dumps would write a token strict parsers reject)."""
     import datetime as dt
     import math
 
@@ -75,6 +77,29 @@ def test_logged_rows_are_the_sent_rows_with_nan_named() -> None:
     sent = [row[0] for row in result.to_dict()["rows"]]
     for value, logged, shown in zip(values, [row[0] for row in result.logged_rows()], sent, strict=True):
         if isinstance(value, float | np.floating) and math.isnan(value):
-            assert logged == "NaN"
+            assert logged == "NaN" and shown == "NaN"
+        elif isinstance(value, float) and math.isinf(value):
+            assert logged == value and shown == ("Infinity" if value > 0 else "-Infinity")
         else:
             assert logged == shown and type(logged) is type(shown)
+
+
+def test_the_json_answer_is_strict_json_and_keeps_nan_apart_from_null() -> None:
+    """A NaN group and the NULL group stay two groups in the JSON answer, and no value
+    is written as a token (NaN, Infinity) that strict parsers (JavaScript's
+    JSON.parse) reject."""
+    import json
+    import math
+
+    result = ProtectedResult(
+        ["x", "n"],
+        [[None, 3], [math.nan, 4], [math.inf, math.nan], [-math.inf, 5]],
+        [["released"] * 2] * 4,
+    )
+
+    def strict(token: str) -> None:
+        raise ValueError(f"not JSON: {token}")
+
+    rows = json.loads(result.to_json(), parse_constant=strict)["rows"]
+    assert [row[0] for row in rows] == [None, "NaN", "Infinity", "-Infinity"]
+    assert rows[2][1] == "NaN"

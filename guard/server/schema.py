@@ -52,7 +52,8 @@ class QueryRequest(BaseModel):
 
 
 class Answer(BaseModel):
-    """``ProtectedResult.to_json()``: withheld cells are null, every cell has a flag."""
+    """``ProtectedResult.to_json()``: withheld cells are null, every cell has a flag; a
+    float NaN is "NaN" (null is the NULL group) and infinities "Infinity" / "-Infinity"."""
 
     status: Literal["answered"]
     columns: list[str]
