@@ -382,3 +382,35 @@ def test_an_answer_past_its_node_budget_is_withheld_never_cleared(
             auditor.release(q)
             released.append(frozenset(q.tolist()))
     assert exhausted > 0
+
+
+@pytest.mark.parametrize("panel", [False, True], ids=["flat", "panel"])
+def test_a_tight_budget_on_linked_rows_withholds_and_never_misjudges(
+    panel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``MAX_SMALL_POSITIONS`` at 2 (the rows linked to the query among those the
+    peeling leaves), every decided check equals the rational oracle and the rest are
+    EXHAUSTED: the part searched is never too small to find a disclosure."""
+    from guard.history import groups
+
+    monkeypatch.setattr(groups, "MAX_SMALL_POSITIONS", 2)
+    decided = exhausted = 0
+    for seed in range(24):
+        rng = np.random.default_rng(5000 * seed + panel)
+        unit_of_row, queries, k = _random_sequence(rng, panel)
+        auditor = SpanAuditor(np.arange(unit_of_row.size))
+        search = GroupSearch(k, _units_of(unit_of_row))
+        released: list[frozenset[int]] = []
+        for q in queries:
+            verdict = _decide(auditor, search, q)
+            if verdict is GroupVerdict.EXHAUSTED:
+                exhausted += 1
+                continue
+            decided += 1
+            unsafe = small_group_exposed([*released, frozenset(q.tolist())], unit_of_row.tolist(), k)
+            assert (verdict is GroupVerdict.DISCLOSES) == unsafe, seed
+            if verdict is GroupVerdict.CLEAR:
+                auditor.release(q)
+                search.tidy(auditor)
+                released.append(frozenset(q.tolist()))
+    assert decided > 50 and exhausted > 0
