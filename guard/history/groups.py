@@ -61,8 +61,9 @@ __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "U
 
 #: small basis positions whose exact rows one decision may read (measured: 0.8-1.7 ms
 #: for 400-1,000 positions at 100,000 rows, ~9 ms for ~3,000 at 1M; the work and
-#: entries below bound the read too)
-MAX_READ_POSITIONS = 4_000
+#: entries below bound the read too). At 4,000, bench_first's q20 at 100,000 rows came
+#: to 4,047 once q19 was answered in full, and was withheld unsearched
+MAX_READ_POSITIONS = 16_000
 #: linked rows (connected to the new query, not peeled) one decision may eliminate and
 #: search, the cost that grows fastest (the elimination is dense). A long history keeps
 #: hundreds to thousands of small positions (released cells whose atoms are all small)
