@@ -65,11 +65,9 @@ __all__ = ["MAX_ANSWER_NODES", "GroupFinding", "GroupSearch", "GroupVerdict", "U
 #: to 4,047 once q19 was answered in full, and was withheld unsearched
 MAX_READ_POSITIONS = 16_000
 #: linked rows (connected to the new query, not peeled) one decision may eliminate and
-#: search, the cost that grows fastest (the elimination is dense). A long history keeps
-#: hundreds to thousands of small positions (released cells whose atoms are all small)
-#: and a check links few of them (bench_first at 100,000 rows: q12's cells 1 of 401,
-#: q19's 2-44 of ~900); this budget once counted every small position, and withheld
-#: every check past 400 unsearched (q12: 1,854 safe values)
+#: search: the dense elimination grows with them. A long history keeps thousands of
+#: small positions (released cells whose atoms are all small), a check links few (q12
+#: of bench_first at 100,000 rows: 1 of 401); counting them all withheld 1,854 safe values
 MAX_SMALL_POSITIONS = 400
 #: nonzeros of a decision's exact rows, and entries of the dense block it eliminates
 MAX_ROW_ENTRIES = 8_000_000
@@ -177,11 +175,9 @@ class GroupSearch:
         small = small_of(touched)
         large = np.flatnonzero(~small)
         # a smallest new vector lives in one connected part, of the rows the peeling
-        # leaves, that holds a new query's row: no combination uses a peeled row, so the
-        # parts left after it split any vector into new and old pieces on disjoint atoms
-        # (one new piece is no larger), and a peeled row that joined two parts joins
-        # nothing (q19 of bench_first at 100,000 rows: 1,500-2,000 rows linked through
-        # every row, at most 821 through the rows left)
+        # leaves, that holds a new query's row: no combination uses a peeled row, and the
+        # parts split any vector into pieces on disjoint atoms, one new and no larger
+        # (q19 at 100,000 rows: 1,500-2,000 rows linked through all, 821 through these)
         alive = np.flatnonzero(peeled(rows[:, large]))
         keep = np.zeros(novelty.size, dtype=bool)
         keep[alive] = linked_to(csr_matrix(rows[alive]), novelty[alive] != 0)
