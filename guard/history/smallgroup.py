@@ -76,14 +76,13 @@ def smallest_group(
     # most searches end in a few hundred nodes; one that does not is tried by disjoint
     # information sets (``covering.py``: a few eliminations, exact, where no unit is in
     # two coordinates: its bound counts each coordinate's own units), then searched again
-    # from the start on the whole budget (the trial is not charged: a search that ended
-    # within its budget before still does; the work is at most FIRST_NODES more)
-    start = budget[0]
-    first = [min(start, FIRST_NODES)]
+    # from the start with the budget left. The trial is charged, so that the nodes of a
+    # cell and of an answer (``MAX_ANSWER_NODES``) bound the work as before
+    first = [min(budget[0], FIRST_NODES)]
+    spent = first[0]
     found = searched(first)
-    if found is not None or start <= FIRST_NODES:
-        budget[0] = start - (min(start, FIRST_NODES) - first[0])  # as the one search it was
-    else:
+    budget[0] -= spent - first[0]
+    if found is None and budget[0] > 0:
         if units.disjoint():
             found = covered(
                 x[keep],

@@ -106,10 +106,12 @@ def test_the_search_with_covering_agrees_with_the_search_without(
     assert with_covering is not None and without is not None
 
 
-def test_the_trial_before_the_covering_step_costs_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A search that settles within its budget as one search settles alike when it
-    stops after ``FIRST_NODES``, tries the covering step, and starts again: the trial's
-    nodes are not charged (shared units, where the covering step is skipped, included)."""
+def test_the_trial_before_the_covering_step_is_charged_and_sound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that stops after ``FIRST_NODES``, tries the covering step and starts
+    again spends no more nodes than its budget (the trial is charged, so a cell's and an
+    answer's budgets bound the work), never misjudges, and with the trial's nodes added
+    to the budget it settles what one search settled (shared units, where the covering
+    step is skipped, included)."""
     from tests.history.test_smallgroup import _instance as shared_instance
 
     restarted = 0
@@ -122,8 +124,11 @@ def test_the_trial_before_the_covering_step_costs_no_budget(monkeypatch: pytest.
         alone = smallgroup.smallest_group(star, rest, units, k, p, left)
         needed = 10**6 - left[0]
         monkeypatch.setattr(smallgroup, "FIRST_NODES", 1)
-        again = smallgroup.smallest_group(star, rest, units, k, p, [needed])
-        assert again is not None, seed
-        assert (again is False) == (alone is False), seed
+        tight = [needed]
+        again = smallgroup.smallest_group(star, rest, units, k, p, tight)
+        assert tight[0] >= -1, seed  # at most its budget (a spent search ends at -1)
+        assert again is None or (again is False) == (alone is False), seed
+        roomy = smallgroup.smallest_group(star, rest, units, k, p, [needed + 3])
+        assert roomy is not None and (roomy is False) == (alone is False), seed
         restarted += needed > 2
     assert restarted > 20
