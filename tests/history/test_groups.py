@@ -86,25 +86,39 @@ def _random_sequence(rng: np.random.Generator, panel: bool) -> tuple[np.ndarray,
     return unit_of_row, queries, k
 
 
-@pytest.mark.parametrize("tidy", [False, True], ids=["as chosen", "small atoms moved out"])
-@pytest.mark.parametrize("panel", [False, True], ids=["flat", "panel"])
-@pytest.mark.parametrize("seed", range(12))
-def test_decisions_equal_the_rational_oracle(seed: int, panel: bool, tidy: bool) -> None:
-    rng = np.random.default_rng(1000 * seed + panel)
+def _against_oracle(
+    rng: np.random.Generator, panel: bool, tidy: bool
+) -> tuple[list[GroupVerdict], list[frozenset[int]], np.ndarray, int]:
+    """A random sequence decided in order: every verdict but EXHAUSTED equals the
+    rational oracle on what was released before plus the query; CLEAR ones are released.
+    Returns the verdicts, the released sets, the rows' units and k."""
     unit_of_row, queries, k = _random_sequence(rng, panel)
     auditor = SpanAuditor(np.arange(unit_of_row.size))
     search = GroupSearch(k, _units_of(unit_of_row))
     released: list[frozenset[int]] = []
+    verdicts = []
     for q in queries:
         verdict = _decide(auditor, search, q)
-        assert verdict is not GroupVerdict.EXHAUSTED
-        candidate = [*released, frozenset(q.tolist())]
-        unsafe = small_group_exposed(candidate, unit_of_row.tolist(), k)
+        verdicts.append(verdict)
+        if verdict is GroupVerdict.EXHAUSTED:
+            continue
+        unsafe = small_group_exposed([*released, frozenset(q.tolist())], unit_of_row.tolist(), k)
         assert (verdict is GroupVerdict.DISCLOSES) == unsafe, (k, len(released))
         if verdict is GroupVerdict.CLEAR:
             if auditor.release(q) and tidy:
                 search.tidy(auditor)
             released.append(frozenset(q.tolist()))
+    return verdicts, released, unit_of_row, k
+
+
+@pytest.mark.parametrize("tidy", [False, True], ids=["as chosen", "small atoms moved out"])
+@pytest.mark.parametrize("panel", [False, True], ids=["flat", "panel"])
+@pytest.mark.parametrize("seed", range(12))
+def test_decisions_equal_the_rational_oracle(seed: int, panel: bool, tidy: bool) -> None:
+    verdicts, released, unit_of_row, k = _against_oracle(
+        np.random.default_rng(1000 * seed + panel), panel, tidy
+    )
+    assert GroupVerdict.EXHAUSTED not in verdicts
     # what was released is safe, and the attack is real without the audit
     assert not small_group_exposed(released, unit_of_row.tolist(), k)
 
@@ -394,23 +408,8 @@ def test_a_tight_budget_on_linked_rows_withholds_and_never_misjudges(
     from guard.history import groups
 
     monkeypatch.setattr(groups, "MAX_SMALL_POSITIONS", 2)
-    decided = exhausted = 0
+    verdicts: list[GroupVerdict] = []
     for seed in range(24):
-        rng = np.random.default_rng(5000 * seed + panel)
-        unit_of_row, queries, k = _random_sequence(rng, panel)
-        auditor = SpanAuditor(np.arange(unit_of_row.size))
-        search = GroupSearch(k, _units_of(unit_of_row))
-        released: list[frozenset[int]] = []
-        for q in queries:
-            verdict = _decide(auditor, search, q)
-            if verdict is GroupVerdict.EXHAUSTED:
-                exhausted += 1
-                continue
-            decided += 1
-            unsafe = small_group_exposed([*released, frozenset(q.tolist())], unit_of_row.tolist(), k)
-            assert (verdict is GroupVerdict.DISCLOSES) == unsafe, seed
-            if verdict is GroupVerdict.CLEAR:
-                auditor.release(q)
-                search.tidy(auditor)
-                released.append(frozenset(q.tolist()))
-    assert decided > 50 and exhausted > 0
+        verdicts += _against_oracle(np.random.default_rng(5000 * seed + panel), panel, tidy=True)[0]
+    exhausted = verdicts.count(GroupVerdict.EXHAUSTED)
+    assert len(verdicts) - exhausted > 50 and exhausted > 0
