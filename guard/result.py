@@ -267,12 +267,10 @@ def _dated(value: Any) -> Any:
 
 
 def _json_value(value: Any) -> Any:
-    if isinstance(value, dt.date | dt.datetime | dt.time):
-        return value.isoformat()
     if isinstance(value, float | np.floating) and not math.isfinite(value):
         # JSON has no NaN or infinity (json.dumps would write the tokens NaN and
         # Infinity, which strict parsers reject), and null is the NULL group, which
         # GROUP BY keeps apart from the NaN group: spelled as PostgreSQL's to_json
         # spells them (and R's jsonlite reads them back as numbers)
         return NAN_TEXT if value != value else ("Infinity" if value > 0 else "-Infinity")
-    return value
+    return _dated(value)
