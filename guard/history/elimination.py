@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.history.csrpick import entry_rows, pick_rows
 from guard.history.modular import HALF, LOW, add_outer_mod, inverse_mod, mul_mod
 from guard.history.steps import Ids, Residues
 
@@ -115,8 +116,7 @@ class Restriction:
 def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
     """Rows that may be in a combination vanishing on every column: a row that is alone
     nonzero in some column never is, and dropping it may leave others alone."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
+    row, column = entry_rows(nonzero), nonzero.indices
     alive = np.ones(nonzero.shape[0], dtype=bool)
     while True:
         live = alive[row]
@@ -130,8 +130,7 @@ def peeled(nonzero: csr_matrix) -> npt.NDArray[np.bool_]:
 
 def linked_to(nonzero: csr_matrix, seeds: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """Rows connected to a seed row through shared nonzero columns."""
-    entries = nonzero.tocoo()
-    row, column = entries.row, entries.col
+    row, column = entry_rows(nonzero), nonzero.indices
     linked = seeds.copy()
     columns = np.zeros(nonzero.shape[1], dtype=bool)
     while True:
@@ -164,7 +163,7 @@ def combine_sparse(coefficients: Residues, rows: csr_matrix, p: int) -> Residues
     out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
     rows = csr_matrix(rows, dtype=np.int64)
     for begin in range(0, rows.shape[0], _CHUNK):
-        part = csr_matrix(rows[begin : begin + _CHUNK])
+        part = pick_rows(rows, np.arange(begin, min(begin + _CHUNK, rows.shape[0])))
         data = part.data % p
         high = csr_matrix((data >> HALF, part.indices, part.indptr), shape=part.shape)
         low = csr_matrix((data & LOW, part.indices, part.indptr), shape=part.shape)

@@ -44,6 +44,7 @@ from scipy.sparse import csr_matrix
 
 from guard.arrays import distinct
 from guard.history.capacity import grown
+from guard.history.csrpick import pick_columns, pick_rows
 from guard.history.elimination import combine, combine_sparse, compacted, left_null_space, linked_to, peeled
 from guard.history.exposure import Exposure
 from guard.history.inside import inside_one_set
@@ -178,16 +179,16 @@ class GroupSearch:
         # leaves, that holds a new query's row: no combination uses a peeled row, and the
         # parts split any vector into pieces on disjoint atoms, one new and no larger
         # (q19 at 100,000 rows: 1,500-2,000 rows linked through all, 821 through these)
-        alive = np.flatnonzero(peeled(rows[:, large]))
+        alive = np.flatnonzero(peeled(pick_columns(rows, large)))
         keep = np.zeros(novelty.size, dtype=bool)
-        keep[alive] = linked_to(csr_matrix(rows[alive]), novelty[alive] != 0)
+        keep[alive] = linked_to(pick_rows(rows, alive), novelty[alive] != 0)
         if not (novelty[keep]).any():
             return _CLEAR
         if np.count_nonzero(keep) > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
-        rows, novelty = csr_matrix(rows[keep]), novelty[keep]
-        on_large = csr_matrix(rows[:, large])
-        on_large = on_large[:, distinct(on_large.indices)]  # zero columns change no elimination
+        rows, novelty = pick_rows(rows, keep), novelty[keep]
+        on_large = pick_columns(rows, large)
+        on_large = pick_columns(on_large, distinct(on_large.indices))  # zero columns change no elimination
         if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense
         null = left_null_space(on_large.toarray(), p)
@@ -198,10 +199,10 @@ class GroupSearch:
             return _CLEAR  # only combinations the earlier answers already held
         # only the small atoms the kept rows touch (the whole read's rows touch 14,000-
         # 29,000 at 100,000 rows, and the dense product over them was q19's first answer)
-        on_small = csr_matrix(rows[:, np.flatnonzero(small)])
+        on_small = pick_columns(rows, small)
         kept_small = distinct(on_small.indices)
         coordinates = touched[small][kept_small]
-        vectors = combine_sparse(null, csr_matrix(on_small[:, kept_small]), p)
+        vectors = combine_sparse(null, pick_columns(on_small, kept_small), p)
         # a coordinate where every vector of the span is zero is in no support: many are
         moving = vectors.any(axis=0)
         return self._smallest(exposure, vectors[:, moving], coordinates[moving], phi, coordinates)
@@ -333,7 +334,7 @@ class GroupSearch:
         where = {position: i for i, position in enumerate(known.tolist())}
         if matrix.shape[1] != auditor.partition.atom_count or any(q not in where for q in positions):
             return None
-        picked: Residues = csr_matrix(matrix[[where[q] for q in positions]]).toarray()
+        picked: Residues = pick_rows(matrix, [where[q] for q in positions]).toarray()
         return picked
 
     def _smallest(

@@ -228,8 +228,13 @@ class ReleasedSets:
         data = np.ones(columns.size, dtype=np.int64)
         membership = csr_matrix((data, columns.astype(kind), pointer.astype(kind)), shape=(used.size, atoms))
         # the sets in the order of the rows: the product sums the same terms exactly
-        order = np.concatenate([small, large])
-        picked = csr_matrix(coefficients[:, order], dtype=np.int64)
+        # (``coefficients[:, order]``, each stored set renumbered to its place in order)
+        place = np.empty(used.size, dtype=np.int64)
+        place[np.concatenate([np.flatnonzero(kept), np.flatnonzero(~kept)])] = np.arange(used.size)
+        column = place[np.searchsorted(used, coefficients.indices)]
+        picked = csr_matrix(
+            (np.asarray(coefficients.data, dtype=np.int64), column, coefficients.indptr), shape=(m, used.size)
+        )
         return product_mod(picked, membership, p), int(used.size)
 
     def tags(self, coefficients: npt.NDArray[np.int64]) -> tuple[Hashable, ...]:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.history.csrpick import pick_rows
 from guard.history.modular import HALF, LOW, ONE_PRODUCT, add_outer_mod, mul_mod, sum_mod
 
 __all__ = ["DenseLines", "SparseLines", "accumulate"]
@@ -210,7 +211,7 @@ class SparseLines:
         """``triplets``, the clean lines read from the snapshot: the same entries in the
         same order (a line's entries by index, the lines in the caller's order)."""
         at = np.flatnonzero(clean)
-        block = snapshot[lines[at]]
+        block = pick_rows(snapshot, lines[at])
         owner = np.repeat(at.astype(np.int64), np.diff(block.indptr))
         index, value = block.indices.astype(np.int64), np.asarray(block.data, dtype=np.int64)
         rest = np.flatnonzero(~clean)
