@@ -175,7 +175,7 @@ class Exposure:
         positions = np.asarray(positions, dtype=np.int64)
         coefficients = self.coefficients(positions)
         on_old, used = self.released.combinations(  # m x old
-            coefficients, lambda: self.probe, self.partition.atoms_at, old, p
+            coefficients, lambda: self.probe, self.partition.atoms_at, self.partition.representatives, old, p
         )
         novelty = self.novelty()[positions]
         matrix = _after_cut(on_old, cut.split.astype(np.int64), novelty, self.in_query(), p)

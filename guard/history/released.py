@@ -194,14 +194,15 @@ class ReleasedSets:
         coefficients: csr_matrix,
         probe_of: Callable[[], Probe],
         atom_of: Callable[[RowIds], Ids],
+        representative_of: Callable[[Ids], RowIds],
         atoms: int,
         p: int,
     ) -> tuple[csr_matrix, int]:
         """Row i: the sum mod p of ``coefficients[i, j]`` (residues, no stored zeros) over
         the sets j that hold each atom (len(coefficients) x ``atoms``, no stored zeros),
         and how many sets were read. The sets are unions of the atoms ``atom_of`` names
-        (rows -> atoms), ``probe_of`` gives their representatives' probe (built only when
-        a large set is read).
+        (rows -> atoms; ``representative_of``: atoms -> one row of each), ``probe_of``
+        gives their representatives' probe (built only when a large set is read).
 
         The small sets' atoms are read together from their rows (``setrows.py``), each
         larger set with a nonzero coefficient by one intersection with the probe; the
@@ -217,7 +218,7 @@ class ReleasedSets:
         # vstack of two was 10 % of a late check's samples)
         pointer, columns = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32)
         if small.size:
-            part = self._rows.incidence(small, atom_of, atoms)
+            part = self._rows.incidence(small, atom_of, representative_of, atoms)
             pointer, columns = part.indptr.astype(np.int64), part.indices.astype(np.int32, copy=False)
         if large.size:
             sizes, held = self.membership(large, probe_of())

@@ -167,8 +167,11 @@ def test_a_wrong_atom_of_a_kept_row_is_caught(monkeypatch: pytest.MonkeyPatch) -
     """Sabotage: the kept rows' atoms are read one atom off. The comparisons must notice."""
     honest = SmallSetRows.incidence
 
-    def shifted(self, sets, atom_of, atoms):  # type: ignore[no-untyped-def]
-        return honest(self, sets, lambda rows: (atom_of(rows) + 1) % atoms, atoms)
+    def shifted(self, sets, atom_of, representative_of, atoms):  # type: ignore[no-untyped-def]
+        def wrong(rows):  # type: ignore[no-untyped-def]
+            return (atom_of(rows) + 1) % atoms
+
+        return honest(self, sets, wrong, lambda shifted: representative_of((shifted - 1) % atoms), atoms)
 
     monkeypatch.setattr(SmallSetRows, "incidence", shifted)
     assert sum(_mismatches(seed) for seed in SEEDS) > 0
