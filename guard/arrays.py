@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["distinct", "read_only"]
+__all__ = ["distinct", "read_only", "runs"]
 
 _T = TypeVar("_T", bound=np.generic)
 
@@ -28,6 +28,17 @@ def distinct(values: npt.ArrayLike) -> npt.NDArray[Any]:
     keep[0] = True
     np.not_equal(flat[1:], flat[:-1], out=keep[1:])
     return flat[keep]
+
+
+def runs(starts: npt.ArrayLike, lengths: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """The positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every run, end to end
+    (``np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths)])``
+    without a Python loop): the gather of several slices of one flat array."""
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if ends.size else 0
+    return np.repeat(starts - ends + lengths, lengths) + np.arange(total, dtype=np.int64)
 
 
 def read_only(array: npt.NDArray[_T]) -> npt.NDArray[_T]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from guard.arrays import distinct
+from guard.arrays import distinct, runs
 from guard.history.capacity import grown
 from guard.history.rowsets import QuerySet, RowIds, as_row_ids
 
@@ -275,9 +275,7 @@ class AtomPartition:
         inside_units = np.bincount(pair_group, minlength=split.size).astype(np.int64)
         # A unit leaves the outside part iff all its rows in the cut atom are inside.
         lengths = self._unit_ptr[pair_unit + 1] - self._unit_ptr[pair_unit]
-        first = np.repeat(self._unit_ptr[pair_unit], lengths)
-        offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        unit_rows = self._rows_by_unit[first + offsets]
+        unit_rows = self._rows_by_unit[runs(self._unit_ptr[pair_unit], lengths)]
         pair_of_row = np.repeat(np.arange(pairs.size), lengths)
         in_atom = self._atom_of_row[unit_rows] == split[pair_group[pair_of_row]]
         rows_in_atom = np.bincount(pair_of_row[in_atom], minlength=pairs.size)

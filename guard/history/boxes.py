@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from guard.arrays import read_only
+from guard.arrays import read_only, runs
 from guard.history.capacity import grown
 
 __all__ = ["BoxCodes", "BoxIndex"]
@@ -97,8 +97,7 @@ class BoxCodes:
         lengths = counts[first][values]
         total = int(lengths.sum())
         # the rows of the allowed values of ``first``: their runs in ``order``, end to end
-        offsets = np.repeat(self.start[first][values] - np.cumsum(lengths) + lengths, lengths)
-        candidates = self.order[first][offsets + np.arange(total, dtype=np.int64)]
+        candidates = self.order[first][runs(self.start[first][values], lengths)]
         inside = np.ones(total, dtype=bool)
         for j, mask in restricted.items():
             if j != first:

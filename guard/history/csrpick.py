@@ -14,6 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.arrays import runs
+
 __all__ = ["entry_rows", "pick_columns", "pick_rows"]
 
 Ids = npt.NDArray[np.int64]
@@ -34,7 +36,7 @@ def pick_rows(matrix: csr_matrix, rows: npt.ArrayLike) -> csr_matrix:
     sizes = matrix.indptr[rows + 1].astype(np.int64) - starts
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    at = np.repeat(starts - indptr[:-1], sizes) + np.arange(int(indptr[-1]), dtype=np.int64)
+    at = runs(starts, sizes)
     return csr_matrix((matrix.data[at], matrix.indices[at], indptr), shape=(rows.size, matrix.shape[1]))
 
 

@@ -163,7 +163,8 @@ def combine_sparse(coefficients: Residues, rows: csr_matrix, p: int) -> Residues
     out = np.zeros((coefficients.shape[0], rows.shape[1]), dtype=np.int64)
     rows = csr_matrix(rows, dtype=np.int64)
     for begin in range(0, rows.shape[0], _CHUNK):
-        part = pick_rows(rows, np.arange(begin, min(begin + _CHUNK, rows.shape[0])))
+        end = min(begin + _CHUNK, rows.shape[0])
+        part = rows if (begin, end) == (0, rows.shape[0]) else pick_rows(rows, np.arange(begin, end))
         data = part.data % p
         high = csr_matrix((data >> HALF, part.indices, part.indptr), shape=part.shape)
         low = csr_matrix((data & LOW, part.indices, part.indptr), shape=part.shape)

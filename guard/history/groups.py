@@ -179,7 +179,8 @@ class GroupSearch:
         # leaves, that holds a new query's row: no combination uses a peeled row, and the
         # parts split any vector into pieces on disjoint atoms, one new and no larger
         # (q19 at 100,000 rows: 1,500-2,000 rows linked through all, 821 through these)
-        alive = np.flatnonzero(peeled(pick_columns(rows, large)))
+        rows_on_large = pick_columns(rows, large)
+        alive = np.flatnonzero(peeled(rows_on_large))
         keep = np.zeros(novelty.size, dtype=bool)
         keep[alive] = linked_to(pick_rows(rows, alive), novelty[alive] != 0)
         if not (novelty[keep]).any():
@@ -187,7 +188,7 @@ class GroupSearch:
         if np.count_nonzero(keep) > MAX_SMALL_POSITIONS:
             return GroupFinding(GroupVerdict.EXHAUSTED)
         rows, novelty = pick_rows(rows, keep), novelty[keep]
-        on_large = pick_columns(rows, large)
+        on_large = pick_rows(rows_on_large, keep)
         on_large = pick_columns(on_large, distinct(on_large.indices))  # zero columns change no elimination
         if on_large.shape[0] * on_large.shape[1] > MAX_ROW_ENTRIES:
             return GroupFinding(GroupVerdict.EXHAUSTED)  # the elimination below is dense

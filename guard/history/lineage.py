@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 from pyroaring import BitMap
 
-from guard.arrays import distinct
+from guard.arrays import distinct, runs
 
 __all__ = ["Lineage", "VersionRows"]
 
@@ -131,8 +131,7 @@ class Lineage:
             return cells
         starts, ends = pointer[cells], pointer[cells + 1]
         lengths = ends - starts
-        offsets = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return distinct(pieces[np.repeat(starts, lengths) + offsets])
+        return distinct(pieces[runs(starts, lengths)])
 
     def units(self, ids: Ids) -> int:
         return len(self.unit_ids(ids))

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import csr_matrix
 
+from guard.arrays import runs
 from guard.history.capacity import grown
 from guard.history.rowsets import RowIds
 from guard.history.steps import Ids
@@ -84,10 +85,7 @@ class SmallSetRows:
         taken once, at its representative row: no sort of the (set, atom) pairs to drop
         repeats (that sort was half of a combination's cost at 1M rows)."""
         starts, sizes = self._start[sets], self._size[sets]
-        total = int(sizes.sum())
-        # the positions of every set's rows in _flat, set after set
-        offsets = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(total, dtype=np.int64)
-        rows = self._flat[offsets].astype(np.int64)
+        rows = self._flat[runs(starts, sizes)].astype(np.int64)  # every set's rows, set after set
         atom = atom_of(rows)
         first = np.flatnonzero(representative_of(atom) == rows)
         owner = np.repeat(np.arange(sets.size, dtype=np.int64), sizes)[first]
